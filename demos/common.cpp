@@ -1,0 +1,126 @@
+// common.cpp — checked options, the memory guard and the lecture's inputs.
+#include "common.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "flashdemo/random.hpp"
+
+namespace fd::demos {
+namespace {
+
+// Parses the whole of s as a signed integer; an empty optional when it is not one.
+std::optional<long long> parse_integer(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (*end != '\0' || errno == ERANGE) return std::nullopt;
+  return v;
+}
+
+double available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+    meminfo.ignore(256, '\n');
+  }
+  return 8.0 * 1024 * 1024 * 1024;  // no /proc: assume a modest 8 GiB
+}
+
+}  // namespace
+
+const char* dtype_name(DType t) { return t == DType::fp32 ? "fp32" : "fp64"; }
+
+CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
+                       const std::string& help, index_t max_value) {
+  auto check = [max_value](const std::string& s) -> std::string {
+    const auto v = parse_integer(s);
+    if (!v) return fmt::format("expected a whole number, got '{}'", s);
+    if (*v < 1) return fmt::format("must be at least 1, got {}", *v);
+    if (*v > max_value) return fmt::format("must be at most {}, got {}", max_value, *v);
+    return "";
+  };
+  return app->add_option(name, value, help)
+      ->check(CLI::Validator(check, "INT>=1", ""))
+      ->capture_default_str();
+}
+
+CLI::Option* add_seed(CLI::App* app, std::uint32_t& seed) {
+  auto check = [](const std::string& s) -> std::string {
+    const auto v = parse_integer(s);
+    if (!v || *v < 0 || *v > 4294967295LL)
+      return fmt::format("must be a whole number from 0 to 4294967295, got '{}'", s);
+    return "";
+  };
+  return app->add_option("--seed", seed, "Random seed, as torch.manual_seed")
+      ->check(CLI::Validator(check, "SEED", ""))
+      ->capture_default_str();
+}
+
+CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<double>& value,
+                        const std::string& help) {
+  auto check = [](const std::string& s) -> std::string {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0') return fmt::format("expected a number, got '{}'", s);
+    if (!std::isfinite(v)) return fmt::format("must be a finite number, got '{}'", s);
+    return "";
+  };
+  return app->add_option(name, value, help)->check(CLI::Validator(check, "NUMBER", ""));
+}
+
+CLI::Option* add_dtype(CLI::App* app, DType& value) {
+  const std::map<std::string, DType> names{
+      {"fp64", DType::fp64}, {"f64", DType::fp64}, {"fp32", DType::fp32}, {"f32", DType::fp32}};
+  return app->add_option("--dtype", value, "Element type: fp64 or fp32 (f64, f32 accepted)")
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+      ->default_str("fp64");
+}
+
+CLI::Option* add_align(CLI::App* app, CausalAlign& value) {
+  const std::map<std::string, CausalAlign> names{{"top-left", CausalAlign::top_left},
+                                                 {"bottom-right", CausalAlign::bottom_right}};
+  return app
+      ->add_option("--causal-align", value,
+                   "Causal diagonal when n != m: top-left (PyTorch is_causal) or bottom-right "
+                   "(FlashAttention-2)")
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+      ->default_str("top-left");
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+  int u = 0;
+  while (bytes >= 1000.0 && u < 6) bytes /= 1000.0, ++u;
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+void ensure_fits(double bytes, const std::string& what) {
+  const double available = available_memory_bytes();
+  if (bytes > 0.8 * available)
+    throw Error(kTooLarge, fmt::format("{} needs {} but only {} of memory is available; choose "
+                                       "smaller sizes",
+                                       what, format_bytes(bytes), format_bytes(available)));
+}
+
+template <class T>
+Inputs<T> lecture_inputs(std::uint32_t seed, index_t n, index_t m, index_t d) {
+  TorchGenerator gen(seed);
+  Inputs<T> in;
+  in.Q = gen.randn_matrix<T>(n, d);
+  in.K = gen.randn_matrix<T>(m, d);
+  in.V = gen.randn_matrix<T>(m, d);
+  return in;
+}
+
+template Inputs<float> lecture_inputs(std::uint32_t, index_t, index_t, index_t);
+template Inputs<double> lecture_inputs(std::uint32_t, index_t, index_t, index_t);
+
+}  // namespace fd::demos

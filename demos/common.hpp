@@ -1,0 +1,53 @@
+// common.hpp — what every subcommand shares: errors and exit codes, checked options, the
+// memory guard, and the lecture's random inputs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "flashdemo/attention.hpp"
+
+namespace fd::demos {
+
+// Exit codes (listed in the README).
+enum ExitCode : int {
+  kOk = 0,
+  kUsage = 2,     // a bad option or value
+  kTooLarge = 3,  // the run would not fit in memory
+};
+
+// A failure the user caused and can fix: printed as one line, no stack trace.
+struct Error : std::runtime_error {
+  Error(int code_, const std::string& what) : std::runtime_error(what), code(code_) {}
+  int code;
+};
+
+enum class DType { fp32, fp64 };
+const char* dtype_name(DType t);
+
+// Options whose values are checked at parse time, with the problem named in the message.
+// Integers are parsed signed, so "-5" is refused rather than wrapped to a huge unsigned value.
+CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
+                       const std::string& help, index_t max_value);
+CLI::Option* add_seed(CLI::App* app, std::uint32_t& seed);
+CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<double>& value,
+                        const std::string& help);
+CLI::Option* add_dtype(CLI::App* app, DType& value);
+CLI::Option* add_align(CLI::App* app, CausalAlign& value);
+
+// Refuses (exit kTooLarge) a run that needs more than the memory available now.
+void ensure_fits(double bytes, const std::string& what);
+std::string format_bytes(double bytes);
+
+// The lecture's inputs: Q, K, V drawn in that order as torch.randn(.., dtype=float64)
+// after torch.manual_seed(seed).
+template <class T>
+struct Inputs {
+  Mat<T> Q, K, V;
+};
+template <class T>
+Inputs<T> lecture_inputs(std::uint32_t seed, index_t n, index_t m, index_t d);
+
+}  // namespace fd::demos

@@ -1,0 +1,8 @@
+// forward.hpp — `flashdemo forward`: exact tiled attention with online softmax (lecture demo 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fd::demos {
+void setup_forward(CLI::App& app);
+}

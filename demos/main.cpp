@@ -1,0 +1,40 @@
+// main.cpp — the flashdemo command: one subcommand per lecture demo.
+//
+// Errors the user can fix end as one line on stderr ("flashdemo: error: ...") and a non-zero
+// exit code (README, "Exit codes"); --help and --version print and exit 0.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <new>
+
+#include "common.hpp"
+#include "forward.hpp"
+#include "softmax.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"flashdemo: FlashAttention, step by step (lecture 5, 05_flash_attention.py)",
+               "flashdemo"};
+  app.set_version_flag("--version", std::string("flashdemo ") + FLASHDEMO_VERSION);
+  app.require_subcommand(1);
+  fd::demos::setup_softmax(app);
+  fd::demos::setup_forward(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "flashdemo: error: {}\n", e.what());
+    return fd::demos::kUsage;
+  } catch (const fd::demos::Error& e) {
+    fmt::print(stderr, "flashdemo: error: {}\n", e.what());
+    return e.code;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "flashdemo: error: out of memory; choose smaller sizes\n");
+    return fd::demos::kTooLarge;
+  }
+  return fd::demos::kOk;
+}

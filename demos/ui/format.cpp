@@ -1,0 +1,52 @@
+// format.cpp — number and list formatting for the terminal.
+#include "ui/format.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace fd::ui {
+
+std::string fixed(double v, int decimals) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+std::string sci(double v) { return v == 0 ? "0" : fmt::format("{:.1e}", v); }
+
+std::string list(const std::vector<double>& v, int decimals, std::size_t max_width) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::string item = (i ? ", " : "") + fixed(v[i], decimals);
+    if (out.size() + item.size() + 1 > max_width && i + 1 < v.size()) return out + ", …]";
+    out += item;
+  }
+  return out + "]";
+}
+
+std::string span(const std::vector<double>& v, int decimals) {
+  if (v.empty()) return "-";
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  if (*lo == *hi) return fixed(*lo, decimals);
+  return fmt::format("[{}, {}]", fixed(*lo, decimals), fixed(*hi, decimals));
+}
+
+std::string range(Range r) {
+  return r.size() == 1 ? fmt::format("{}", r.begin) : fmt::format("{}-{}", r.begin, r.end - 1);
+}
+
+std::string grouped(double v) {
+  std::string digits = fmt::format("{:.0f}", std::abs(v));
+  for (int pos = int(digits.size()) - 3; pos > 0; pos -= 3) digits.insert(std::size_t(pos), ",");
+  return (v < 0 ? "-" : "") + digits;
+}
+
+void heading(const std::string& title, const std::string& source) {
+  fmt::print("\n{}\n", title);
+  fmt::print("{}\n", source);
+}
+
+void section(const std::string& title) { fmt::print("\n{}\n", title); }
+
+}  // namespace fd::ui

@@ -1,0 +1,27 @@
+// format.hpp — how numbers, lists and headings look on the terminal.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flashdemo/tiling.hpp"
+
+namespace fd::ui {
+
+// Fixed-point with `decimals` places; -inf and inf spelled out.
+std::string fixed(double v, int decimals);
+// An error size such as 5.0e-16 (0 prints as 0).
+std::string sci(double v);
+// [a, b, c] with `decimals` places, cut with "…" to fit max_width columns.
+std::string list(const std::vector<double>& v, int decimals, std::size_t max_width);
+// [min, max] of v, or the single value when they agree.
+std::string span(const std::vector<double>& v, int decimals);
+// rows 0-15 style range (inclusive end), "3" for a single index.
+std::string range(Range r);
+// 1,234,567
+std::string grouped(double v);
+// The heading of a subcommand: a title and its place in the lecture.
+void heading(const std::string& title, const std::string& source);
+void section(const std::string& title);
+
+}  // namespace fd::ui

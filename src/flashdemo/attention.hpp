@@ -1,0 +1,38 @@
+// attention.hpp — the problem every path solves, and the types its arrays live in.
+//
+//   Q: n x d,  K: m x d,  V: m x d          (row-major, one head)
+//   S = scale * Q K^T (n x m), masked entries -inf,   P = softmax_rows(S),   O = P V (n x d)
+//   L_q = logsumexp_k S_qk                  (n), -inf for a row that sees no key
+//   scale defaults to 1 / sqrt(d).
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+#include <optional>
+
+#include "flashdemo/host_device.hpp"
+#include "flashdemo/mask.hpp"
+
+namespace fd {
+
+template <class T>
+using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+struct AttnParams {
+  bool causal = false;
+  CausalAlign align = CausalAlign::top_left;
+  std::optional<double> scale;  // none: 1 / sqrt(d)
+
+  double scale_for(index_t d) const { return scale ? *scale : 1.0 / std::sqrt(double(d)); }
+  Mask mask_for(index_t n, index_t m) const { return Mask{causal, align, n, m}; }
+};
+
+template <class T>
+struct ForwardResult {
+  Mat<T> O;  // n x d
+  Vec<T> L;  // n, logsumexp of each row of S
+};
+
+}  // namespace fd

@@ -1,0 +1,100 @@
+// flash_forward.cpp — the tiled forward (see flash_forward.hpp for the algorithm).
+#include "flashdemo/flash_forward.hpp"
+
+#include <vector>
+
+#include "flashdemo/tile_math.hpp"
+
+namespace fd {
+namespace {
+
+template <class T>
+struct ForwardProblem {
+  const Mat<T>& Q;
+  const Mat<T>& K;
+  const Mat<T>& V;
+  Mask mask;
+  Tiling tiling;
+  T scale;
+};
+
+template <class T>
+TileEvent tile_event(index_t i, index_t j, const Tiling& t, TileKind kind, index_t rows) {
+  TileEvent e{i, j, t.rows(i), t.cols(j), kind, {}, {}, {}, {}};
+  e.m_old.reserve(rows), e.m_new.reserve(rows), e.alpha.reserve(rows), e.l.reserve(rows);
+  return e;
+}
+
+// One tile (i, j): every row of Q_i folds S_ij into its (m, l) and its row of O_i.
+template <class T>
+void forward_tile(const ForwardProblem<T>& p, index_t i, index_t j, std::vector<RowState<T>>& st,
+                  Mat<T>& Oi, std::vector<T>& s, TraceSink* sink) {
+  const Range rows = p.tiling.rows(i), cols = p.tiling.cols(j);
+  const index_t d = p.Q.cols();
+  TileEvent e;
+  if (sink) e = tile_event<T>(i, j, p.tiling, p.tiling.classify(p.mask, i, j), rows.size());
+  for (index_t r = 0; r < rows.size(); ++r) {
+    const index_t q = rows.begin + r;
+    const T m_old = st[r].m;
+    score_row(p.Q.row(q).data(), p.K.data(), d, cols.begin, cols.size(), d, p.scale, p.mask, q,
+              s.data());  // S_ij row q
+    const T alpha = update_row(st[r], s.data(), p.V.data(), d, cols.begin, cols.size(), d,
+                               Oi.row(r).data());  // (m, l, O) <- tile j
+    if (sink) {
+      e.m_old.push_back(m_old), e.m_new.push_back(st[r].m);
+      e.alpha.push_back(alpha), e.l.push_back(st[r].l);
+    }
+  }
+  if (sink) sink->on(e);
+}
+
+// Query tile i: the inner loop over key tiles, then the final division by l.
+template <class T>
+void forward_query_tile(const ForwardProblem<T>& p, index_t i, ForwardResult<T>& out,
+                        TraceSink* sink) {
+  const Range rows = p.tiling.rows(i);
+  std::vector<RowState<T>> st(rows.size());  // m_i = -inf, l_i = 0
+  Mat<T> Oi = Mat<T>::Zero(rows.size(), p.Q.cols());
+  std::vector<T> s(p.tiling.Bc);
+  for (index_t j = 0; j < p.tiling.Tc(); ++j) {
+    if (p.tiling.classify(p.mask, i, j) == TileKind::skipped) {  // wholly in the future
+      if (sink) sink->on(TileSkippedEvent{i, j, rows, p.tiling.cols(j)});
+      continue;
+    }
+    forward_tile(p, i, j, st, Oi, s, sink);
+  }
+  RowsFinalEvent fin{i, rows, {}, {}, {}};
+  for (index_t r = 0; r < rows.size(); ++r) {
+    out.L(rows.begin + r) = finalize_row(st[r], Oi.row(r).data(), Oi.cols());  // O_i /= l_i
+    if (sink) fin.m.push_back(st[r].m), fin.l.push_back(st[r].l), fin.L.push_back(out.L(rows.begin + r));
+  }
+  out.O.middleRows(rows.begin, rows.size()) = Oi;
+  if (sink) sink->on(fin);
+}
+
+}  // namespace
+
+template <class T>
+ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
+                               const AttnParams& params, TileSizes tiles, TraceSink* sink) {
+  // Q: n x d, K: m x d, V: m x d -> O: n x d, L: n
+  const index_t n = Q.rows(), m = K.rows();
+  const ForwardProblem<T> p{Q,
+                            K,
+                            V,
+                            params.mask_for(n, m),
+                            Tiling{n, m, tiles.Br, tiles.Bc},
+                            T(params.scale_for(Q.cols()))};
+  ForwardResult<T> out{Mat<T>::Zero(n, Q.cols()), Vec<T>::Zero(n)};
+  for (index_t i = 0; i < p.tiling.Tr(); ++i) forward_query_tile(p, i, out, sink);
+  return out;
+}
+
+template ForwardResult<float> flash_forward(const Mat<float>&, const Mat<float>&,
+                                            const Mat<float>&, const AttnParams&, TileSizes,
+                                            TraceSink*);
+template ForwardResult<double> flash_forward(const Mat<double>&, const Mat<double>&,
+                                             const Mat<double>&, const AttnParams&, TileSizes,
+                                             TraceSink*);
+
+}  // namespace fd

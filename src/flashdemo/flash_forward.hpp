@@ -1,0 +1,30 @@
+// flash_forward.hpp — the tiled forward of FlashAttention-2, written to be read (teaching path).
+//
+// For each query tile Q_i (Br rows):                   O_i = 0, m_i = -inf, l_i = 0
+//   for each key tile j = 0, 1, ... (Bc keys), left to right, skipping tiles wholly masked:
+//     S_ij  = scale * Q_i K_j^T                        (Br x Bc, never stored beyond the tile)
+//     m_new = max(m_i, rowmax(S_ij)),  alpha = exp(m_i - m_new)
+//     P_ij  = exp(S_ij - m_new),        l_i = alpha * l_i + rowsum(P_ij)
+//     O_i   = alpha * O_i + P_ij V_j,   m_i = m_new
+//   O_i = O_i / l_i,  L_i = m_i + log(l_i)             (L is saved for the backward pass)
+#pragma once
+
+#include "flashdemo/attention.hpp"
+#include "flashdemo/trace.hpp"
+
+namespace fd {
+
+struct TileSizes {
+  index_t Br = 16;  // query rows per tile
+  index_t Bc = 16;  // key columns per tile
+};
+
+// Q: n x d, K: m x d, V: m x d -> O: n x d, L: n. Br, Bc >= 1, any n, m >= 1.
+// sink, when given, receives a TileEvent per computed tile, a TileSkippedEvent per skipped
+// tile and a RowsFinalEvent per query tile, in execution order.
+template <class T>
+ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
+                               const AttnParams& params, TileSizes tiles,
+                               TraceSink* sink = nullptr);
+
+}  // namespace fd

@@ -1,0 +1,78 @@
+// online_softmax.hpp — the online-softmax state of one row: a running max m and a running sum l.
+//
+// Reading a row of scores x one block x_B at a time (FlashAttention-2, Algorithm 1):
+//   m_new = max(m, max_{i in B} x_i)
+//   alpha = exp(m - m_new)                      rescale factor for everything summed so far
+//   l     = alpha * l + sum_{i in B} exp(x_i - m_new)
+// After the last block softmax(x)_i = exp(x_i - m) / l and logsumexp(x) = L = m + log(l).
+// Two states of disjoint parts of the row merge the same way (split-KV, ring attention):
+//   m = max(m_a, m_b),  l = exp(m_a - m) * l_a + exp(m_b - m) * l_b.
+// Start: m = -inf, l = 0. A block whose entries are all -inf (fully masked) leaves the state
+// unchanged; a row that never saw a finite entry finalizes to L = -inf.
+#pragma once
+
+#include "flashdemo/host_device.hpp"
+
+namespace fd {
+
+// exp(m_old - m_new), taken as 0 when m_old is -inf: nothing was summed yet, and
+// (-inf) - (-inf) would be NaN.
+template <class T>
+FD_HOST_DEVICE T rescale_factor(T m_old, T m_new) {
+  return is_neg_inf(m_old) ? T(0) : fexp(m_old - m_new);
+}
+
+// exp(x - m) with the same guard: when m is -inf every x of the row is -inf and p = 0.
+template <class T>
+FD_HOST_DEVICE T shifted_exp(T x, T m) {
+  return is_neg_inf(m) ? T(0) : fexp(x - m);
+}
+
+template <class T>
+struct RowState {
+  T m = neg_inf<T>();  // running max of the scores seen so far
+  T l = T(0);          // running sum of exp(score - m)
+
+  // Moves the reference point from m to m_new >= m; returns alpha = exp(m - m_new), the factor
+  // the caller must also apply to anything else accumulated against m (the output row O_i).
+  FD_HOST_DEVICE T rescale(T m_new) {
+    const T alpha = rescale_factor(m, m_new);
+    l = alpha * l;
+    m = m_new;
+    return alpha;
+  }
+
+  // Folds in a block x[0..count). On return x[k] holds p_k = exp(x_k - m_new), the unnormalized
+  // probabilities the caller multiplies into V. Returns alpha.
+  FD_HOST_DEVICE T update(T* x, index_t count) {
+    T block_max = neg_inf<T>();
+    for (index_t k = 0; k < count; ++k) block_max = fmax2(block_max, x[k]);
+    if (is_neg_inf(block_max)) {  // fully masked block: contributes nothing
+      for (index_t k = 0; k < count; ++k) x[k] = T(0);
+      return T(1);
+    }
+    const T alpha = rescale(fmax2(m, block_max));  // m_new = max(m, rowmax(x))
+    T sum = T(0);
+    for (index_t k = 0; k < count; ++k) {
+      x[k] = fexp(x[k] - m);  // p = exp(x - m_new); m is finite here
+      sum += x[k];
+    }
+    l += sum;  // l = alpha * l + rowsum(p)
+    return alpha;
+  }
+
+  // L = m + log(l): the logsumexp of everything seen; -inf for a row that saw nothing.
+  FD_HOST_DEVICE T finalize() const { return l > T(0) ? m + flog(l) : neg_inf<T>(); }
+};
+
+// The state of the concatenation of two disjoint parts of a row; order does not matter.
+template <class T>
+FD_HOST_DEVICE RowState<T> merge(const RowState<T>& a, const RowState<T>& b) {
+  const T m = fmax2(a.m, b.m);
+  RowState<T> out;
+  out.m = m;
+  out.l = rescale_factor(a.m, m) * a.l + rescale_factor(b.m, m) * b.l;
+  return out;
+}
+
+}  // namespace fd

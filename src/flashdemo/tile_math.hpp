@@ -1,0 +1,77 @@
+// tile_math.hpp — the per-row work of one tile, shared by the CPU teaching path and the kernels.
+//
+// Forward, for query row q of tile i and key tile j (keys k0 .. k0 + cols):
+//   S_ij[c] = scale * <Q_q, K_{k0+c}>, or -inf where the mask hides key k0 + c
+//   (m, l) <- online update with S_ij (online_softmax.hpp); P_ij[c] = exp(S_ij[c] - m_new)
+//   O_q    = alpha * O_q + sum_c P_ij[c] * V_{k0+c}
+// At the end O_q = O_q / l and L_q = m + log(l); a row that saw no key gives O_q = 0, L_q = -inf.
+// Backward, with the saved L (FlashAttention-2, Algorithm 2):
+//   P = exp(S - L)  (0 where L = -inf)      dS = P * (dP - D)
+// Pointers address row-major storage: row r of a matrix X with leading dimension ldx is X + r*ldx.
+#pragma once
+
+#include "flashdemo/host_device.hpp"
+#include "flashdemo/mask.hpp"
+#include "flashdemo/online_softmax.hpp"
+
+namespace fd {
+
+// s[0..cols) = row q of S_ij. q_row: d values; K: the key matrix, rows k0 .. k0 + cols used.
+template <class T>
+FD_HOST_DEVICE void score_row(const T* q_row, const T* K, index_t ldk, index_t k0, index_t cols,
+                              index_t d, T scale, const Mask& mask, index_t q, T* s) {
+  for (index_t c = 0; c < cols; ++c) {
+    if (mask.masked(q, k0 + c)) {
+      s[c] = neg_inf<T>();  // a true -inf: never a finite sentinel
+      continue;
+    }
+    const T* k_row = K + (k0 + c) * ldk;
+    T dot = T(0);
+    for (index_t x = 0; x < d; ++x) dot += q_row[x] * k_row[x];
+    s[c] = scale * dot;  // S = Q K^T * scale
+  }
+}
+
+// o[0..d) = alpha * o + sum_c p[c] * V_{k0+c}
+template <class T>
+FD_HOST_DEVICE void accumulate_row(T* o, T alpha, const T* p, const T* V, index_t ldv, index_t k0,
+                                   index_t cols, index_t d) {
+  for (index_t x = 0; x < d; ++x) o[x] *= alpha;  // O = alpha * O  (rescale to the new max)
+  for (index_t c = 0; c < cols; ++c) {
+    const T pc = p[c];
+    const T* v_row = V + (k0 + c) * ldv;
+    for (index_t x = 0; x < d; ++x) o[x] += pc * v_row[x];  // O += P_ij V_j
+  }
+}
+
+// One row of one tile: updates (m, l) with the scores s (which become P_ij) and the output row o.
+// Returns alpha = exp(m_old - m_new).
+template <class T>
+FD_HOST_DEVICE T update_row(RowState<T>& state, T* s, const T* V, index_t ldv, index_t k0,
+                            index_t cols, index_t d, T* o) {
+  const T alpha = state.update(s, cols);  // m_new, alpha, l; s <- P_ij = exp(S_ij - m_new)
+  accumulate_row(o, alpha, s, V, ldv, k0, cols, d);
+  return alpha;
+}
+
+// O_q = O_q / l, returns L_q = m + log(l). A row that saw no key keeps O_q = 0.
+template <class T>
+FD_HOST_DEVICE T finalize_row(const RowState<T>& state, T* o, index_t d) {
+  const T inv_l = state.l > T(0) ? T(1) / state.l : T(0);
+  for (index_t x = 0; x < d; ++x) o[x] *= inv_l;
+  return state.finalize();
+}
+
+// Backward: P = exp(S - L), recomputed from the saved logsumexp instead of stored.
+template <class T>
+FD_HOST_DEVICE T recompute_p(T s, T L) {
+  return shifted_exp(s, L);  // L = -inf only for a fully masked row, where P = 0
+}
+
+// Backward of the row softmax: dS = P * (dP - D), D = rowsum(dO * O) = rowsum(P * dP).
+template <class T>
+FD_HOST_DEVICE T softmax_grad(T p, T dp, T D) {
+  return p * (dp - D);
+}
+
+}  // namespace fd
