@@ -36,7 +36,9 @@ double available_memory_bytes() {
 
 }  // namespace
 
-const char* dtype_name(DType t) { return t == DType::fp32 ? "fp32" : "fp64"; }
+const char* dtype_name(DType t) {
+  return t == DType::fp32 ? "fp32" : "fp64";
+}
 
 CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
                        const std::string& help, index_t max_value) {
@@ -77,21 +79,21 @@ CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<do
 }
 
 CLI::Option* add_dtype(CLI::App* app, DType& value) {
-  const std::map<std::string, DType> names{
-      {"fp64", DType::fp64}, {"f64", DType::fp64}, {"fp32", DType::fp32}, {"f32", DType::fp32}};
-  return app->add_option("--dtype", value, "Element type: fp64 or fp32 (f64, f32 accepted)")
-      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+  return add_choice<DType>(app, "--dtype", value,
+                           {{"fp64", DType::fp64},
+                            {"fp32", DType::fp32},
+                            {"f64", DType::fp64},
+                            {"f32", DType::fp32}},
+                           "Element type: fp64 or fp32 (f64, f32 accepted)")
       ->default_str("fp64");
 }
 
 CLI::Option* add_align(CLI::App* app, CausalAlign& value) {
-  const std::map<std::string, CausalAlign> names{{"top-left", CausalAlign::top_left},
-                                                 {"bottom-right", CausalAlign::bottom_right}};
-  return app
-      ->add_option("--causal-align", value,
-                   "Causal diagonal when n != m: top-left (PyTorch is_causal) or bottom-right "
-                   "(FlashAttention-2)")
-      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+  return add_choice<CausalAlign>(
+             app, "--causal-align", value,
+             {{"top-left", CausalAlign::top_left}, {"bottom-right", CausalAlign::bottom_right}},
+             "Causal diagonal when n != m: top-left (PyTorch is_causal) or bottom-right "
+             "(FlashAttention-2)")
       ->default_str("top-left");
 }
 

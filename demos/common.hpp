@@ -35,6 +35,28 @@ CLI::Option* add_seed(CLI::App* app, std::uint32_t& seed);
 CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<double>& value,
                         const std::string& help);
 CLI::Option* add_dtype(CLI::App* app, DType& value);
+
+// An option taking one name from a fixed list; anything else is refused listing the names.
+template <class E>
+CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value,
+                        const std::vector<std::pair<std::string, E>>& choices,
+                        const std::string& help) {
+  std::string names;
+  for (const auto& c : choices) names += (names.empty() ? "" : ", ") + c.first;
+  auto find = [choices](const std::string& s) -> const E* {
+    for (const auto& c : choices)
+      if (c.first == s) return &c.second;
+    return nullptr;
+  };
+  auto* opt = app->add_option_function<std::string>(
+      name, [&value, find](const std::string& s) { value = *find(s); }, help);
+  opt->check(CLI::Validator(
+      [find, names](const std::string& s) -> std::string {
+        return find(s) ? "" : "'" + s + "' is not one of " + names;
+      },
+      "{" + names + "}", ""));
+  return opt;
+}
 CLI::Option* add_align(CLI::App* app, CausalAlign& value);
 
 // Refuses (exit kTooLarge) a run that needs more than the memory available now.

@@ -38,9 +38,15 @@ void print_problem(const ForwardOptions& o, index_t m, const AttnParams& params)
                              : o.align == CausalAlign::top_left
                                  ? "causal, top-left (query q sees keys k <= q)"
                                  : "causal, bottom-right (query q sees keys k <= q + m - n)");
-  fmt::print("  inputs: Q, K, V = torch.randn(.., dtype=float64) x 3 after torch.manual_seed({})"
-             "\n",
-             o.seed);
+  index_t unseeing = 0;
+  for (index_t q = 0; q < o.n; ++q) unseeing += params.mask_for(o.n, m).visible_keys(q) == 0;
+  if (unseeing > 0)
+    fmt::print("  {} of {} rows see no key at all (bottom-right, n > m): their O = 0, L = -inf\n",
+               unseeing, o.n);
+  fmt::print(
+      "  inputs: Q, K, V = torch.randn(.., dtype=float64) x 3 after torch.manual_seed({})"
+      "\n",
+      o.seed);
 }
 
 // The verdict of DESIGN.md's correctness rule for one array.
@@ -49,15 +55,15 @@ std::string verdict(double err, double err_naive, double ref_max) {
   if constexpr (std::is_same_v<T, double>)
     return err <= double_bound(ref_max) ? "exact to double rounding" : "FAIL: above 1e-12 relative";
   const double bound = two_x_bound(err_naive);
-  return fmt::format("naive fp32 {}, bound 2x + 1e-6 = {}: {}", ui::sci(err_naive),
-                     ui::sci(bound), err <= bound ? "pass" : "FAIL");
+  return fmt::format("naive fp32 {}, bound 2x + 1e-6 = {}: {}", ui::sci(err_naive), ui::sci(bound),
+                     err <= bound ? "pass" : "FAIL");
 }
 
 template <class T>
 void print_errors(const Inputs<T>& in, const ForwardResult<T>& out, const AttnParams& params) {
-  const auto ref = reference_forward<double>(in.Q.template cast<double>(),
-                                             in.K.template cast<double>(),
-                                             in.V.template cast<double>(), params);
+  const auto ref =
+      reference_forward<double>(in.Q.template cast<double>(), in.K.template cast<double>(),
+                                in.V.template cast<double>(), params);
   ForwardResult<T> naive;
   if constexpr (!std::is_same_v<T, double>) naive = reference_forward<T>(in.Q, in.K, in.V, params);
   auto naive_err = [&](const auto& x, const auto& r) {
@@ -112,14 +118,16 @@ void setup_forward(CLI::App& app) {
   add_dtype(sub, o->dtype);
   add_seed(sub, o->seed);
   add_finite(sub, "--scale", o->scale, "Softmax scale [1/sqrt(d)]");
-  const std::map<std::string, ui::TraceLevel> levels{{"none", ui::TraceLevel::none},
-                                                     {"summary", ui::TraceLevel::summary},
-                                                     {"tiles", ui::TraceLevel::tiles},
-                                                     {"rows", ui::TraceLevel::rows}};
-  sub->add_option("--trace", o->trace, "How much to show: none, summary, tiles, rows")
-      ->transform(CLI::CheckedTransformer(levels, CLI::ignore_case))
+  add_choice<ui::TraceLevel>(sub, "--trace", o->trace,
+                             {{"none", ui::TraceLevel::none},
+                              {"summary", ui::TraceLevel::summary},
+                              {"tiles", ui::TraceLevel::tiles},
+                              {"rows", ui::TraceLevel::rows}},
+                             "How much to show: none, summary (tile map), tiles (a line per "
+                             "tile), rows (every row after every tile)")
       ->default_str("summary");
-  sub->callback([o] { o->dtype == DType::fp32 ? run_forward<float>(*o) : run_forward<double>(*o); });
+  sub->callback(
+      [o] { o->dtype == DType::fp32 ? run_forward<float>(*o) : run_forward<double>(*o); });
 }
 
 }  // namespace fd::demos

@@ -2,10 +2,11 @@
 //
 // Errors the user can fix end as one line on stderr ("flashdemo: error: ...") and a non-zero
 // exit code (README, "Exit codes"); --help and --version print and exit 0.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <new>
+#include <string>
 
 #include "common.hpp"
 #include "forward.hpp"
@@ -18,6 +19,23 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fd::demos::setup_softmax(app);
   fd::demos::setup_forward(app);
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->check_name(argv[1]));
+  }
+  if (argc < 2) {
+    fmt::print(stderr,
+               "flashdemo: error: missing subcommand: choose one of {} (flashdemo --help)\n",
+               names);
+    return fd::demos::kUsage;
+  }
+  if (argv[1][0] != '-' && !known) {
+    fmt::print(stderr, "flashdemo: error: unknown subcommand '{}': choose one of {}\n", argv[1],
+               names);
+    return fd::demos::kUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

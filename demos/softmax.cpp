@@ -61,8 +61,9 @@ std::vector<double> widen(const std::vector<T>& x) {
 
 template <class T>
 void print_merge(const std::vector<T>& x, index_t block, const RowState<T>& whole) {
-  ui::section("Merge: two halves scanned apart, then combined (the step split-KV and ring "
-              "attention build on)");
+  ui::section(
+      "Merge: two halves scanned apart, then combined (the step split-KV and ring "
+      "attention build on)");
   if (x.size() < 2) return fmt::print("  (a single value has no halves to merge)\n");
   const auto half = x.begin() + std::ptrdiff_t(x.size() / 2);
   const RowState<T> a = online_softmax_stats(std::vector<T>(x.begin(), half), block);
@@ -73,10 +74,11 @@ void print_merge(const std::vector<T>& x, index_t block, const RowState<T>& whol
   fmt::print("  x[{}:{}] → m_b = {:.3f}, l_b = {:.4f}\n", h, x.size(), b.m, b.l);
   fmt::print("  m = max(m_a, m_b) = {:.3f},  l = exp(m_a - m) l_a + exp(m_b - m) l_b = {:.4f}\n",
              ab.m, ab.l);
-  fmt::print("  one pass over all of x gave m = {:.3f}, l = {:.4f}:  |Δm| = {},  |Δl| = {};"
-             "  merge(b, a) - merge(a, b) = {}\n",
-             whole.m, whole.l, ui::sci(std::abs(double(ab.m - whole.m))),
-             ui::sci(std::abs(double(ab.l - whole.l))), ui::sci(std::abs(double(ba.l - ab.l))));
+  fmt::print(
+      "  one pass over all of x gave m = {:.3f}, l = {:.4f}:  |Δm| = {},  |Δl| = {};"
+      "  merge(b, a) - merge(a, b) = {}\n",
+      whole.m, whole.l, ui::sci(std::abs(double(ab.m - whole.m))),
+      ui::sci(std::abs(double(ab.l - whole.l))), ui::sci(std::abs(double(ba.l - ab.l))));
 }
 
 template <class T>
@@ -122,7 +124,8 @@ void setup_softmax(CLI::App& app) {
       ->excludes(seed)
       ->excludes(scale);
   add_dtype(sub, o->dtype)->default_str("fp32");
-  sub->callback([o] { o->dtype == DType::fp32 ? run_softmax<float>(*o) : run_softmax<double>(*o); });
+  sub->callback(
+      [o] { o->dtype == DType::fp32 ? run_softmax<float>(*o) : run_softmax<double>(*o); });
 }
 
 }  // namespace fd::demos

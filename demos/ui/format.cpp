@@ -13,7 +13,9 @@ std::string fixed(double v, int decimals) {
   return fmt::format("{:.{}f}", v, decimals);
 }
 
-std::string sci(double v) { return v == 0 ? "0" : fmt::format("{:.1e}", v); }
+std::string sci(double v) {
+  return v == 0 ? "0" : fmt::format("{:.1e}", v);
+}
 
 std::string list(const std::vector<double>& v, int decimals, std::size_t max_width) {
   std::string out = "[";
@@ -47,6 +49,8 @@ void heading(const std::string& title, const std::string& source) {
   fmt::print("{}\n", source);
 }
 
-void section(const std::string& title) { fmt::print("\n{}\n", title); }
+void section(const std::string& title) {
+  fmt::print("\n{}\n", title);
+}
 
 }  // namespace fd::ui

@@ -13,9 +13,12 @@ namespace {
 
 const char* kind_name(TileKind kind) {
   switch (kind) {
-    case TileKind::full: return "full";
-    case TileKind::partial: return "partial";
-    case TileKind::skipped: return "skipped";
+    case TileKind::full:
+      return "full";
+    case TileKind::partial:
+      return "partial";
+    case TileKind::skipped:
+      return "skipped";
   }
   return "?";
 }
@@ -41,8 +44,8 @@ index_t rows_with_new_max(const TileEvent& e) {
 }  // namespace
 
 void SoftmaxTable::print_header() const {
-  fmt::print("  {:<5}  {:<26}  {:>8} → {:<7}  {:<24}  {}\n", "block", "values", "m before",
-             "after", "rescale exp(m_old-m_new)", "l after");
+  fmt::print("  {:<5}  {:<26}  {:>8} → {:<7}  {:<24}  {}\n", "block", "values", "m before", "after",
+             "rescale exp(m_old-m_new)", "l after");
 }
 
 void SoftmaxTable::on(const SoftmaxBlockEvent& e) {
@@ -55,8 +58,8 @@ void SoftmaxTable::on(const SoftmaxBlockEvent& e) {
 
 void ForwardTrace::print_header() const {
   if (level_ < TraceLevel::tiles) return;
-  fmt::print("  {:<7} {:<7} {:<7} {:<7} {:>16} → {:<16} {:>7}  {:<11} {}\n", "tile", "rows",
-             "keys", "kind", "m before", "m after", "new max", "min alpha", "l after");
+  fmt::print("  {:<7} {:<7} {:<7} {:<7} {:>16} → {:<16} {:>7}  {:<11} {}\n", "tile", "rows", "keys",
+             "kind", "m before", "m after", "new max", "min alpha", "l after");
 }
 
 void ForwardTrace::on(const TileEvent& e) {
@@ -69,8 +72,8 @@ void ForwardTrace::on(const TileEvent& e) {
              span(e.l, 3));
   if (level_ < TraceLevel::rows) return;
   for (std::size_t r = 0; r < e.m_old.size(); ++r) {
-    fmt::print("      q {:>4}:  m {:>8} → {:<8}  alpha = {:<8}  l = {}\n", e.rows.begin + index_t(r),
-               fixed(e.m_old[r], 4), fixed(e.m_new[r], 4),
+    fmt::print("      q {:>4}:  m {:>8} → {:<8}  alpha = {:<8}  l = {}\n",
+               e.rows.begin + index_t(r), fixed(e.m_old[r], 4), fixed(e.m_new[r], 4),
                std::isinf(e.m_old[r]) ? "0" : fixed(e.alpha[r], 4), fixed(e.l[r], 4));
   }
 }
@@ -90,9 +93,9 @@ void ForwardTrace::on(const TileSkippedEvent& e) {
 void ForwardTrace::flush_skipped() {
   if (!skipped_) return;
   const TileSkippedEvent& e = *skipped_;
-  const std::string tiles = skipped_count_ == 1 ? fmt::format("({},{})", e.i, e.j)
-                                                : fmt::format("({},{}..{})", e.i, e.j,
-                                                              e.j + skipped_count_ - 1);
+  const std::string tiles = skipped_count_ == 1
+                                ? fmt::format("({},{})", e.i, e.j)
+                                : fmt::format("({},{}..{})", e.i, e.j, e.j + skipped_count_ - 1);
   fmt::print("  {:<7} {:<7} {:<7} {:<7} {} wholly in the masked future: not computed\n", tiles,
              range(e.rows), range(e.cols), "skipped",
              skipped_count_ == 1 ? "1 tile" : fmt::format("{} tiles", skipped_count_));

@@ -13,9 +13,12 @@ constexpr index_t kMaxDrawnCols = 32;
 
 const char* glyph(TileKind kind) {
   switch (kind) {
-    case TileKind::full: return "█";
-    case TileKind::partial: return "◩";
-    case TileKind::skipped: return "·";
+    case TileKind::full:
+      return "█";
+    case TileKind::partial:
+      return "◩";
+    case TileKind::skipped:
+      return "·";
   }
   return "?";
 }
@@ -25,8 +28,7 @@ void draw(const Tiling& t, const Mask& mask) {
   for (index_t j = 0; j < t.Tc(); ++j) fmt::print("{:>3}", j);
   fmt::print("\n");
   for (index_t i = 0; i < t.Tr(); ++i) {
-    fmt::print("  {:>8} {:>4} {:>8}", i == 0 ? "tile i =" : "", i,
-               "q " + range(t.rows(i)));
+    fmt::print("  {:>8} {:>4} {:<8}", i == 0 ? "tile i =" : "", i, "q " + range(t.rows(i)));
     for (index_t j = 0; j < t.Tc(); ++j) fmt::print("  {}", glyph(t.classify(mask, i, j)));
     fmt::print("\n");
   }
@@ -35,9 +37,10 @@ void draw(const Tiling& t, const Mask& mask) {
 }  // namespace
 
 void print_tile_map(const Tiling& t, const Mask& mask) {
-  fmt::print("  Tile map: {} query tiles (Br = {}) x {} key tiles (Bc = {})     "
-             "█ full  ◩ partial  · skipped\n",
-             t.Tr(), t.Br, t.Tc(), t.Bc);
+  fmt::print(
+      "  Tile map: {} query tiles (Br = {}) x {} key tiles (Bc = {})     "
+      "█ full  ◩ partial  · skipped\n",
+      t.Tr(), t.Br, t.Tc(), t.Bc);
   if (t.Tr() <= kMaxDrawnRows && t.Tc() <= kMaxDrawnCols)
     draw(t, mask);
   else

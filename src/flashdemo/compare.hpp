@@ -44,7 +44,9 @@ constexpr double kNaiveFactor = 2.0;
 constexpr double kAbsSlack = 1e-6;
 
 // The bound a lower-precision path must meet given the naive implementation's error.
-inline double two_x_bound(double err_naive) { return kNaiveFactor * err_naive + kAbsSlack; }
+inline double two_x_bound(double err_naive) {
+  return kNaiveFactor * err_naive + kAbsSlack;
+}
 
 // The bound a double path must meet given the size of the reference values.
 inline double double_bound(double ref_max_abs) {

@@ -66,7 +66,8 @@ void forward_query_tile(const ForwardProblem<T>& p, index_t i, ForwardResult<T>&
   RowsFinalEvent fin{i, rows, {}, {}, {}};
   for (index_t r = 0; r < rows.size(); ++r) {
     out.L(rows.begin + r) = finalize_row(st[r], Oi.row(r).data(), Oi.cols());  // O_i /= l_i
-    if (sink) fin.m.push_back(st[r].m), fin.l.push_back(st[r].l), fin.L.push_back(out.L(rows.begin + r));
+    if (sink)
+      fin.m.push_back(st[r].m), fin.l.push_back(st[r].l), fin.L.push_back(out.L(rows.begin + r));
   }
   out.O.middleRows(rows.begin, rows.size()) = Oi;
   if (sink) sink->on(fin);
@@ -90,9 +91,8 @@ ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V
   return out;
 }
 
-template ForwardResult<float> flash_forward(const Mat<float>&, const Mat<float>&,
-                                            const Mat<float>&, const AttnParams&, TileSizes,
-                                            TraceSink*);
+template ForwardResult<float> flash_forward(const Mat<float>&, const Mat<float>&, const Mat<float>&,
+                                            const AttnParams&, TileSizes, TraceSink*);
 template ForwardResult<double> flash_forward(const Mat<double>&, const Mat<double>&,
                                              const Mat<double>&, const AttnParams&, TileSizes,
                                              TraceSink*);

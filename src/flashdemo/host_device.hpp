@@ -20,7 +20,9 @@ namespace fd {
 // Every index and size is 64-bit: n * m and n * d pass 2^31 long before memory runs out.
 using index_t = std::int64_t;
 
-FD_HOST_DEVICE constexpr index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
+FD_HOST_DEVICE constexpr index_t ceil_div(index_t a, index_t b) {
+  return (a + b - 1) / b;
+}
 
 template <class T>
 FD_HOST_DEVICE T neg_inf() {
@@ -32,10 +34,18 @@ FD_HOST_DEVICE bool is_neg_inf(T x) {
   return x == neg_inf<T>();
 }
 
-FD_HOST_DEVICE float fexp(float x) { return ::expf(x); }
-FD_HOST_DEVICE double fexp(double x) { return ::exp(x); }
-FD_HOST_DEVICE float flog(float x) { return ::logf(x); }
-FD_HOST_DEVICE double flog(double x) { return ::log(x); }
+FD_HOST_DEVICE float fexp(float x) {
+  return ::expf(x);
+}
+FD_HOST_DEVICE double fexp(double x) {
+  return ::exp(x);
+}
+FD_HOST_DEVICE float flog(float x) {
+  return ::logf(x);
+}
+FD_HOST_DEVICE double flog(double x) {
+  return ::log(x);
+}
 
 template <class T>
 FD_HOST_DEVICE T fmax2(T a, T b) {

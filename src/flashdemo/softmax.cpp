@@ -16,8 +16,9 @@ RowState<T> online_softmax_stats(const std::vector<T>& x, index_t block, TraceSi
     std::copy(x.begin() + r.begin, x.begin() + r.end, buf.begin());
     const T m_old = state.m;
     const T alpha = state.update(buf.data(), r.size());  // m_new, alpha, l <- block b
-    if (sink) sink->on(SoftmaxBlockEvent{b, r, double(m_old), double(state.m), double(alpha),
-                                         double(state.l)});
+    if (sink)
+      sink->on(
+          SoftmaxBlockEvent{b, r, double(m_old), double(state.m), double(alpha), double(state.l)});
   }
   return state;
 }
@@ -48,10 +49,10 @@ T logsumexp_direct(const std::vector<T>& x) {
   return M + flog(Z);  // log sum exp(x) = M + log sum exp(x - M)
 }
 
-#define FD_INSTANTIATE(T)                                                                   \
-  template RowState<T> online_softmax_stats(const std::vector<T>&, index_t, TraceSink*);    \
-  template std::vector<T> softmax_from_state(const std::vector<T>&, const RowState<T>&);    \
-  template std::vector<T> softmax_three_pass(const std::vector<T>&);                        \
+#define FD_INSTANTIATE(T)                                                                \
+  template RowState<T> online_softmax_stats(const std::vector<T>&, index_t, TraceSink*); \
+  template std::vector<T> softmax_from_state(const std::vector<T>&, const RowState<T>&); \
+  template std::vector<T> softmax_three_pass(const std::vector<T>&);                     \
   template T logsumexp_direct(const std::vector<T>&);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

@@ -1,0 +1,182 @@
+// test_cli.cpp — runs the flashdemo binary end to end: outputs, exit codes, bad input.
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+
+#include <sys/wait.h>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `flashdemo ARGS` with stdout and stderr captured apart.
+Run run(const std::string& args) {
+  const std::string out = "cli_test_stdout.txt", err = "cli_test_stderr.txt";
+  const std::string cmd = std::string("'") + FLASHDEMO_EXE + "' " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) out.push_back(line);
+  return out;
+}
+
+// Display columns of a UTF-8 line (every code point here is one column wide).
+std::size_t columns(const std::string& line) {
+  std::size_t n = 0;
+  for (unsigned char c : line) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("softmax reproduces the lecture's demo 1") {
+  const Run r = run("softmax");
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(has(r.out, "x = [7.70, -1.47, -10.89, 2.84, -5.42, -6.99, 2.02, 4.19, -3.60, -2.02]"));
+  CHECK(has(r.out, "m = 7.705, l = 1.0410"));
+  CHECK(has(r.out, "max |online - three-pass softmax| = 1.2e-07"));
+  CHECK(has(r.out, "m + log(l) = 7.74521,  computed directly: 7.74521"));
+  CHECK(has(r.out, "l = exp(m_a - m) l_a + exp(m_b - m) l_b = 1.0410"));
+  CHECK(lines(r.out).size() >= 4 + 4);  // one table line per block
+}
+
+TEST_CASE("softmax takes typed values and shows a rescale") {
+  const Run r = run("softmax --values=1000,1001,999 --block 1 --dtype fp64");
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "1000.000 → 1001.000"));
+  CHECK(has(r.out, "0.3679"));  // alpha = exp(1000 - 1001)
+}
+
+TEST_CASE("forward reproduces the lecture's demo 2 and fits one 100-column screen") {
+  for (const char* args : {"forward", "forward --causal"}) {
+    const Run r = run(args);
+    INFO("args: " << std::string(args));
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    CHECK(has(r.out, "Q: 100 x 32,  K, V: 100 x 32,  fp64"));
+    CHECK(has(r.out, "tiles Br = 16, Bc = 24"));
+    CHECK(has(r.out, "max |O - O_ref| = "));
+    CHECK(has(r.out, "max |L - L_ref| = "));
+    const auto ls = lines(r.out);
+    CHECK(ls.size() <= 30);
+    for (const auto& line : ls) CHECK(columns(line) <= 100);
+  }
+  const Run causal = run("forward --causal");
+  CHECK(has(causal.out, "tiles computed: 21 of 35 (12 full, 9 partial), skipped: 14"));
+  CHECK(has(causal.out, "exact to double rounding"));
+}
+
+TEST_CASE("forward in fp32 passes the 2x rule; traces print tiles and rows") {
+  const Run f32 = run("forward --dtype f32 --causal");
+  REQUIRE(f32.code == 0);
+  CHECK(has(f32.out, "fp32"));
+  CHECK(has(f32.out, ": pass"));
+  CHECK_FALSE(has(f32.out, "FAIL"));
+  const Run tiles = run("forward --causal --trace tiles");
+  CHECK(has(tiles.out, "(0,0)   0-15    0-23    partial"));
+  CHECK(has(tiles.out, "(0,1..4)"));
+  const Run rows =
+      run("forward --n 6 --m 9 --d 2 --block-q 4 --block-k 3 --causal "
+          "--causal-align bottom-right --trace rows");
+  REQUIRE(rows.code == 0);
+  CHECK(has(rows.out, "q    5:  L = "));
+  const Run none = run("forward --trace none");
+  CHECK_FALSE(has(none.out, "Tile map"));
+}
+
+TEST_CASE("fully masked rows print O = 0 and L = -inf without NaN") {
+  const Run r = run("forward --n 8 --m 3 --d 2 --causal --causal-align bottom-right --trace rows");
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "L = -inf + log(0.0000) = -inf"));
+  CHECK_FALSE(has(r.out, "nan"));
+  CHECK(has(r.out, "exact to double rounding"));
+}
+
+TEST_CASE("bad input: one line on stderr naming the problem, non-zero exit, no stdout") {
+  struct Bad {
+    const char* args;
+    const char* names;  // a piece the error must contain
+    int code;
+  };
+  const Bad cases[] = {
+      {"forward --n 0", "--n", 2},
+      {"forward --n -5", "--n", 2},
+      {"forward --n=-5", "--n", 2},
+      {"forward --n abc", "--n", 2},
+      {"forward --n 1.5", "--n", 2},
+      {"forward --n 99999999999999999999", "--n", 2},
+      {"forward --m 0", "--m", 2},
+      {"forward --d 0", "--d", 2},
+      {"forward --d -1", "--d", 2},
+      {"forward --block-q 0", "--block-q", 2},
+      {"forward --block-k -3", "--block-k", 2},
+      {"forward --scale nan", "--scale", 2},
+      {"forward --scale inf", "--scale", 2},
+      {"forward --scale=-inf", "--scale", 2},
+      {"forward --scale abc", "--scale", 2},
+      {"forward --seed -1", "--seed", 2},
+      {"forward --dtype bf17", "--dtype", 2},
+      {"forward --causal-align sideways", "--causal-align", 2},
+      {"forward --trace everything", "--trace", 2},
+      {"forward --frobnicate", "--frobnicate", 2},
+      {"forward --n 2000000 --m 2000000", "memory", 3},
+      {"softmax --n 0", "--n", 2},
+      {"softmax --block 0", "--block", 2},
+      {"softmax --block -2", "--block", 2},
+      {"softmax --scale nan", "--scale", 2},
+      {"softmax --values=1,nan,2", "nan", 2},
+      {"softmax --values=1,inf", "inf", 2},
+      {"softmax --values=1,,2", "--values", 2},
+      {"softmax --values=abc", "abc", 2},
+      {"softmax --values=1,2 --n 3", "--n", 2},
+      {"teleport", "teleport", 2},
+      {"", "subcommand", 2},
+  };
+  for (const Bad& b : cases) {
+    const Run r = run(b.args);
+    INFO("args: " << std::string(b.args) << " | stderr: " << r.err);
+    CHECK(r.code == b.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "flashdemo: error: "));
+    CHECK(has(r.err, b.names));
+  }
+}
+
+TEST_CASE("--help and --version exit 0") {
+  CHECK(run("--help").code == 0);
+  CHECK(run("forward --help").code == 0);
+  const Run v = run("--version");
+  CHECK(v.code == 0);
+  CHECK(has(v.out, "flashdemo "));
+}
