@@ -8,8 +8,10 @@
 #include <new>
 #include <string>
 
+#include "backward.hpp"
 #include "common.hpp"
 #include "forward.hpp"
+#include "memory.hpp"
 #include "softmax.hpp"
 
 int main(int argc, char** argv) {
@@ -19,6 +21,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fd::demos::setup_softmax(app);
   fd::demos::setup_forward(app);
+  fd::demos::setup_backward(app);
+  fd::demos::setup_memory(app);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

@@ -122,6 +122,69 @@ TEST_CASE("fully masked rows print O = 0 and L = -inf without NaN") {
   CHECK(has(r.out, "exact to double rounding"));
 }
 
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  for (std::string w; ss >> w;) out.push_back(w);
+  return out;
+}
+
+TEST_CASE("backward reproduces the lecture's demo 3: reference and finite differences") {
+  for (const char* args : {"backward", "backward --causal", "backward --dtype fp32 --causal"}) {
+    const Run r = run(args);
+    INFO("args: " << std::string(args));
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    CHECK(has(r.out, "Q: 70 x 16,  K, V: 70 x 16"));
+    CHECK(has(r.out, "Br = 16, Bc = 16"));
+    for (const char* g : {"max |dQ - dQ_ref|", "max |dK - dK_ref|", "max |dV - dV_ref|",
+                          "max |D - D_ref|", "dQ(0,0)", "dK(35,8)", "dV(69,15)"})
+      CHECK(has(r.out, g));
+    CHECK_FALSE(has(r.out, "FAIL"));
+    CHECK_FALSE(has(r.out, "nan"));
+    for (const auto& line : lines(r.out)) CHECK(columns(line) <= 100);
+  }
+  CHECK(has(run("backward").out, "exact to double rounding"));
+  const Run tiles = run("backward --causal --trace tiles --n 40");
+  CHECK(has(tiles.out, "→ key tile 2 done: dK and dV of keys 32-39 are final"));
+  const Run rows =
+      run("backward --n 8 --m 3 --d 2 --causal --causal-align bottom-right "
+          "--trace rows --block-q 4 --block-k 2");
+  REQUIRE(rows.code == 0);
+  CHECK(has(rows.out, "D = "));
+  CHECK_FALSE(has(rows.out, "nan"));
+}
+
+TEST_CASE("memory with no options prints the lecture's table exactly") {
+  const Run r = run("memory");
+  REQUIRE(r.code == 0);
+  // The rows of seed_output.txt's demo-4 table: n, S and P, flash extra, standard IO, flash IO.
+  const std::vector<std::vector<std::string>> lecture = {
+      {"1024", "0.004", "GB", "0.004", "MB", "4", "0"},
+      {"4096", "0.067", "GB", "0.016", "MB", "67", "5"},
+      {"16384", "1.074", "GB", "0.066", "MB", "1,074", "86"},
+      {"65536", "17.180", "GB", "0.262", "MB", "17,180", "1,374"}};
+  std::vector<std::vector<std::string>> table;
+  for (const auto& line : lines(r.out)) {
+    const auto w = words(line);
+    if (w.size() == 7 && w[2] == "GB") table.push_back(w);
+  }
+  CHECK(table == lecture);
+  CHECK(has(r.out, "Bc = ceil(M / 4d) = 100, Br = min(Bc, d) = 100"));
+  CHECK(has(r.out, "65536     1,374 |    17,213    16,706    11,023 |"));
+  for (const auto& line : lines(r.out)) CHECK(columns(line) <= 100);
+}
+
+TEST_CASE("memory options change the table") {
+  const Run r =
+      run("memory --d 64 --dtype fp32 --sram-kb 200 --n 2048 --batch 2 --heads 3 --causal");
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "batch 2 x heads 3, fp32, d = 64, SRAM 200 KB = M = 51,200 fp32 elements"));
+  CHECK(has(r.out, "causal"));
+  // S and P: 6 heads x 2 x 2048^2 x 4 bytes = 0.201 GB
+  CHECK(has(r.out, "0.201 GB"));
+}
+
 TEST_CASE("bad input: one line on stderr naming the problem, non-zero exit, no stdout") {
   struct Bad {
     const char* args;
@@ -159,6 +222,22 @@ TEST_CASE("bad input: one line on stderr naming the problem, non-zero exit, no s
       {"softmax --values=1,,2", "--values", 2},
       {"softmax --values=abc", "abc", 2},
       {"softmax --values=1,2 --n 3", "--n", 2},
+      {"backward --n 0", "--n", 2},
+      {"backward --d -2", "--d", 2},
+      {"backward --block-q 0", "--block-q", 2},
+      {"backward --scale inf", "--scale", 2},
+      {"backward --dtype int8", "--dtype", 2},
+      {"backward --n 100000 --m 100000", "memory", 3},
+      {"memory --d 0", "--d", 2},
+      {"memory --sram-kb 0", "--sram-kb", 2},
+      {"memory --sram-kb -100", "--sram-kb", 2},
+      {"memory --n 1024,0", "--n", 2},
+      {"memory --n 1024,abc", "--n", 2},
+      {"memory --n=-5", "--n", 2},
+      {"memory --n 99999999999", "--n", 2},
+      {"memory --dtype fp64", "--dtype", 2},
+      {"memory --heads 0", "--heads", 2},
+      {"memory --batch -1", "--batch", 2},
       {"teleport", "teleport", 2},
       {"", "subcommand", 2},
   };

@@ -39,9 +39,13 @@ std::string range(Range r) {
 }
 
 std::string grouped(double v) {
-  std::string digits = fmt::format("{:.0f}", std::abs(v));
-  for (int pos = int(digits.size()) - 3; pos > 0; pos -= 3) digits.insert(std::size_t(pos), ",");
-  return (v < 0 ? "-" : "") + digits;
+  const std::string digits = fmt::format("{:.0f}", std::abs(v));
+  std::string out = v < 0 && digits != "0" ? "-" : "";
+  for (std::size_t k = 0; k < digits.size(); ++k) {
+    if (k > 0 && (digits.size() - k) % 3 == 0) out += ',';
+    out += digits[k];
+  }
+  return out;
 }
 
 void heading(const std::string& title, const std::string& source) {

@@ -114,4 +114,31 @@ void ForwardTrace::on(const RowsFinalEvent& e) {
   }
 }
 
+void BackwardTrace::print_header() const {
+  if (level_ < TraceLevel::tiles) return;
+  fmt::print("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", "tile", "rows", "keys", "kind",
+             "P = exp(S - L)", "D used", "dS = P (dP - D)");
+}
+
+void BackwardTrace::on(const BackwardTileEvent& e) {
+  if (level_ < TraceLevel::tiles) return;
+  std::vector<double> p_all(e.p_min), ds_all(e.ds_min);
+  p_all.insert(p_all.end(), e.p_max.begin(), e.p_max.end());
+  ds_all.insert(ds_all.end(), e.ds_max.begin(), e.ds_max.end());
+  fmt::print("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", fmt::format("({},{})", e.i, e.j),
+             range(e.rows), range(e.cols), kind_name(e.kind), span(p_all, 4), span(e.D, 4),
+             span(ds_all, 4));
+  if (level_ < TraceLevel::rows) return;
+  for (std::size_t r = 0; r < e.L.size(); ++r) {
+    fmt::print("      q {:>4}:  L = {:<8}  D = {:<8}  P in {:<18}  dS in {}\n",
+               e.rows.begin + index_t(r), fixed(e.L[r], 4), fixed(e.D[r], 4),
+               span({e.p_min[r], e.p_max[r]}, 4), span({e.ds_min[r], e.ds_max[r]}, 4));
+  }
+}
+
+void BackwardTrace::on(const KeysDoneEvent& e) {
+  if (level_ < TraceLevel::tiles) return;
+  fmt::print("  → key tile {} done: dK and dV of keys {} are final\n", e.j, range(e.cols));
+}
+
 }  // namespace fd::ui

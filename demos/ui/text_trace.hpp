@@ -38,4 +38,16 @@ class ForwardTrace : public TraceSink {
   index_t skipped_count_ = 0;
 };
 
+// Backward: a line per tile (range of recomputed P, D used, dS), each row at level rows.
+class BackwardTrace : public TraceSink {
+ public:
+  explicit BackwardTrace(TraceLevel level) : level_(level) {}
+  void print_header() const;
+  void on(const BackwardTileEvent& e) override;
+  void on(const KeysDoneEvent& e) override;
+
+ private:
+  TraceLevel level_;
+};
+
 }  // namespace fd::ui

@@ -10,14 +10,10 @@
 #pragma once
 
 #include "flashdemo/attention.hpp"
+#include "flashdemo/tiling.hpp"
 #include "flashdemo/trace.hpp"
 
 namespace fd {
-
-struct TileSizes {
-  index_t Br = 16;  // query rows per tile
-  index_t Bc = 16;  // key columns per tile
-};
 
 // Q: n x d, K: m x d, V: m x d -> O: n x d, L: n. Br, Bc >= 1, any n, m >= 1.
 // sink, when given, receives a TileEvent per computed tile, a TileSkippedEvent per skipped

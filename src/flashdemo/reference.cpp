@@ -32,10 +32,32 @@ ReferenceForward<T> reference_forward(const Mat<T>& Q, const Mat<T>& K, const Ma
   return r;
 }
 
+template <class T>
+ReferenceBackward<T> reference_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
+                                        const Mat<T>& dO, const AttnParams& params) {
+  // Q: n x d, K, V: m x d, dO: n x d -> dQ: n x d, dK, dV: m x d
+  const ReferenceForward<T> f = reference_forward(Q, K, V, params);
+  const T scale = T(params.scale_for(Q.cols()));
+  ReferenceBackward<T> r;
+  r.dV = f.P.transpose() * dO;                    // dV = P^T dO
+  r.dP = dO * V.transpose();                      // dP = dO V^T
+  r.D = f.P.cwiseProduct(r.dP).rowwise().sum();   // D = rowsum(P * dP)
+  r.dS = f.P.cwiseProduct(r.dP.colwise() - r.D);  // dS = P * (dP - D)
+  r.dQ = scale * (r.dS * K);                      // dQ = scale * dS K
+  r.dK = scale * (r.dS.transpose() * Q);          // dK = scale * dS^T Q
+  return r;
+}
+
 double reference_bytes(index_t n, index_t m, index_t bytes_per_element) {
   return 2.0 * double(n) * double(m) * double(bytes_per_element);
 }
 
+template ReferenceBackward<float> reference_backward(const Mat<float>&, const Mat<float>&,
+                                                     const Mat<float>&, const Mat<float>&,
+                                                     const AttnParams&);
+template ReferenceBackward<double> reference_backward(const Mat<double>&, const Mat<double>&,
+                                                      const Mat<double>&, const Mat<double>&,
+                                                      const AttnParams&);
 template ReferenceForward<float> reference_forward(const Mat<float>&, const Mat<float>&,
                                                    const Mat<float>&, const AttnParams&);
 template ReferenceForward<double> reference_forward(const Mat<double>&, const Mat<double>&,

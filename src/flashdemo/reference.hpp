@@ -22,6 +22,21 @@ template <class T>
 ReferenceForward<T> reference_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
                                       const AttnParams& params);
 
+// The backward of the same, from the materialized P (analytic gradients):
+//   dV = P^T dO,  dP = dO V^T,  D = rowsum(P * dP),  dS = P * (dP - D),
+//   dQ = scale * dS K,  dK = scale * dS^T Q.
+template <class T>
+struct ReferenceBackward {
+  Mat<T> dQ, dK, dV;  // n x d, m x d, m x d
+  Mat<T> dP, dS;      // n x m
+  Vec<T> D;           // n
+};
+
+// Q: n x d, K, V: m x d, dO: n x d.
+template <class T>
+ReferenceBackward<T> reference_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
+                                        const Mat<T>& dO, const AttnParams& params);
+
 // Bytes the reference needs for S and P: 2 * n * m * sizeof(T) (as a double: it may not fit).
 double reference_bytes(index_t n, index_t m, index_t bytes_per_element);
 

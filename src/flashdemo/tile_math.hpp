@@ -74,4 +74,44 @@ FD_HOST_DEVICE T softmax_grad(T p, T dp, T D) {
   return p * (dp - D);
 }
 
+// Backward, one query row q against key tile j (keys k0 .. k0 + cols). In the forward pass this
+// was: S = scale * Q K^T, P = softmax(S), O = P V. So now we have, with dO_q given:
+//   P_qk   = exp(S_qk - L_q)               recomputed, never stored
+//   dV_k  += P_qk dO_q                     (dV = P^T dO)
+//   dP_qk  = <dO_q, V_k>                   (dP = dO V^T)
+//   dS_qk  = P_qk (dP_qk - D_q)            (softmax backward, D_q = rowsum(dO_q * O_q))
+//   dQ_q  += scale * dS_qk K_k             (dQ = dS K * scale)
+//   dK_k  += scale * dS_qk Q_q             (dK = dS^T Q * scale)
+// p and ds receive the row's P_qk and dS_qk (cols values each) for the trace.
+template <class T>
+struct BackwardRow {
+  const T* q_row;   // Q_q (d)
+  const T* do_row;  // dO_q (d)
+  T L, D;           // saved logsumexp and D of row q
+  index_t q;        // row index
+};
+
+template <class T>
+FD_HOST_DEVICE void backward_row(const BackwardRow<T>& row, const T* K, const T* V, index_t ld,
+                                 index_t k0, index_t cols, index_t d, T scale, const Mask& mask,
+                                 T* p, T* ds, T* dq_row, T* dK, T* dV) {
+  score_row(row.q_row, K, ld, k0, cols, d, scale, mask, row.q, p);  // S row (masked: -inf)
+  for (index_t c = 0; c < cols; ++c) {
+    p[c] = recompute_p(p[c], row.L);  // P = exp(S - L)
+    const T* v_row = V + (k0 + c) * ld;
+    T dp = T(0);
+    for (index_t x = 0; x < d; ++x) dp += row.do_row[x] * v_row[x];  // dP = dO V^T
+    ds[c] = softmax_grad(p[c], dp, row.D);                           // dS = P (dP - D)
+    T* dv_row = dV + (k0 + c) * ld;
+    T* dk_row = dK + (k0 + c) * ld;
+    const T* k_row = K + (k0 + c) * ld;
+    const T g = scale * ds[c];
+    for (index_t x = 0; x < d; ++x) {
+      dv_row[x] += p[c] * row.do_row[x];  // dV += P^T dO
+      dq_row[x] += g * k_row[x];          // dQ += dS K * scale
+      dk_row[x] += g * row.q_row[x];      // dK += dS^T Q * scale
+    }
+  }
+}
+
 }  // namespace fd

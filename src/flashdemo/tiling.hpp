@@ -13,6 +13,11 @@
 
 namespace fd {
 
+struct TileSizes {
+  index_t Br = 16;  // query rows per tile
+  index_t Bc = 16;  // key columns per tile
+};
+
 struct Range {
   index_t begin = 0;
   index_t end = 0;
@@ -42,6 +47,26 @@ struct TileCounts {
   index_t computed() const { return full + partial; }
 };
 
+// J_i: query tile i computes key tiles 0 .. J_i - 1 and skips the rest (closed form).
+inline index_t computed_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
+  if (!mask.causal) return t.Tc();
+  const index_t last = t.rows(i).end - 1 + mask.offset();  // last key its last row sees
+  return last < 0 ? 0 : fmin2(t.Tc(), last / t.Bc + 1);
+}
+
+// F_i: of those, the first F_i are full (no entry masked).
+inline index_t full_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
+  if (!mask.causal) return t.Tc();
+  const index_t last = t.rows(i).begin + mask.offset();  // last key its first row sees
+  const index_t full = last + 1 >= t.m ? t.Tc() : fmax2<index_t>(0, (last + 1) / t.Bc);
+  return fmin2(full, computed_key_tiles(t, mask, i));
+}
+
+// Keys inside the computed tiles of query tile i: min(m, J_i * Bc).
+inline index_t computed_keys(const Tiling& t, const Mask& mask, index_t i) {
+  return fmin2(t.m, computed_key_tiles(t, mask, i) * t.Bc);
+}
+
 // Closed form per query tile, O(Tr): instant even when Tr x Tc is huge.
 inline TileCounts count_tiles(const Tiling& t, const Mask& mask) {
   TileCounts c;
@@ -49,18 +74,11 @@ inline TileCounts count_tiles(const Tiling& t, const Mask& mask) {
   c.entries_total = double(t.n) * double(t.m);
   for (index_t i = 0; i < t.Tr(); ++i) {
     const Range r = t.rows(i);
-    index_t computed = t.Tc(), full = t.Tc();
-    if (mask.causal) {
-      const index_t last_of_last = r.end - 1 + mask.offset();  // last key row r.end-1 sees
-      const index_t last_of_first = r.begin + mask.offset();   // last key row r.begin sees
-      computed = last_of_last < 0 ? 0 : fmin2(t.Tc(), last_of_last / t.Bc + 1);
-      full = last_of_first + 1 >= t.m ? t.Tc() : fmax2<index_t>(0, (last_of_first + 1) / t.Bc);
-      full = fmin2(full, computed);
-    }
+    const index_t computed = computed_key_tiles(t, mask, i), full = full_key_tiles(t, mask, i);
     c.full += full;
     c.partial += computed - full;
     c.skipped += t.Tc() - computed;
-    c.entries_computed += double(r.size()) * double(fmin2(t.m, computed * t.Bc));
+    c.entries_computed += double(r.size()) * double(computed_keys(t, mask, i));
     for (index_t q = r.begin; q < r.end; ++q) c.entries_visible += double(mask.visible_keys(q));
   }
   return c;

@@ -5,6 +5,9 @@
 //   TileEvent          tile (i, j) of the forward: per row m_old -> m_new, alpha, l after
 //   TileSkippedEvent   tile (i, j) lies wholly in the masked future: not computed
 //   RowsFinalEvent     query tile i finished: per row m, l and L = m + log(l)
+//   BackwardTileEvent  tile (i, j) of the backward: per row L and D used, range of the
+//                      recomputed P and of dS
+//   KeysDoneEvent      key tile j finished: dK_j and dV_j are final
 // Values travel as double whatever the path's precision. The library never formats them; the
 // sinks in demos/ui do. A path given no sink (nullptr) builds no event: tracing costs nothing.
 #pragma once
@@ -41,6 +44,19 @@ struct RowsFinalEvent {
   std::vector<double> m, l, L;  // per row; L = m + log(l)
 };
 
+struct BackwardTileEvent {
+  index_t i = 0, j = 0;
+  Range rows, cols;
+  TileKind kind = TileKind::full;
+  std::vector<double> L, D;                          // per row, as used
+  std::vector<double> p_min, p_max, ds_min, ds_max;  // per row, over the tile's keys
+};
+
+struct KeysDoneEvent {
+  index_t j = 0;
+  Range cols;
+};
+
 class TraceSink {
  public:
   virtual ~TraceSink() = default;
@@ -48,6 +64,8 @@ class TraceSink {
   virtual void on(const TileEvent&) {}
   virtual void on(const TileSkippedEvent&) {}
   virtual void on(const RowsFinalEvent&) {}
+  virtual void on(const BackwardTileEvent&) {}
+  virtual void on(const KeysDoneEvent&) {}
 };
 
 }  // namespace fd

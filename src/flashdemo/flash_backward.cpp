@@ -1,0 +1,95 @@
+// flash_backward.cpp — the FlashAttention-2 backward (see flash_backward.hpp).
+#include "flashdemo/flash_backward.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "flashdemo/tile_math.hpp"
+
+namespace fd {
+namespace {
+
+template <class T>
+struct BackwardProblem {
+  const Mat<T>& Q;
+  const Mat<T>& K;
+  const Mat<T>& V;
+  const Vec<T>& L;
+  const Mat<T>& dO;
+  const Vec<T>& D;
+  Mask mask;
+  Tiling tiling;
+  T scale;
+};
+
+template <class T>
+void record_row(BackwardTileEvent& e, const BackwardRow<T>& row, const std::vector<T>& p,
+                const std::vector<T>& ds, index_t cols) {
+  e.L.push_back(double(row.L)), e.D.push_back(double(row.D));
+  e.p_min.push_back(double(*std::min_element(p.begin(), p.begin() + cols)));
+  e.p_max.push_back(double(*std::max_element(p.begin(), p.begin() + cols)));
+  e.ds_min.push_back(double(*std::min_element(ds.begin(), ds.begin() + cols)));
+  e.ds_max.push_back(double(*std::max_element(ds.begin(), ds.begin() + cols)));
+}
+
+// Tile (i, j): every row of Q_i adds its part to dQ_i, dK_j and dV_j.
+template <class T>
+void backward_tile(const BackwardProblem<T>& p, index_t i, index_t j, BackwardResult<T>& g,
+                   std::vector<T>& P, std::vector<T>& dS, TraceSink* sink) {
+  const Range rows = p.tiling.rows(i), cols = p.tiling.cols(j);
+  const index_t d = p.Q.cols();
+  BackwardTileEvent e{i, j, rows, cols, p.tiling.classify(p.mask, i, j), {}, {}, {}, {}, {}, {}};
+  for (index_t q = rows.begin; q < rows.end; ++q) {
+    const BackwardRow<T> row{p.Q.row(q).data(), p.dO.row(q).data(), p.L(q), p.D(q), q};
+    backward_row(row, p.K.data(), p.V.data(), d, cols.begin, cols.size(), d, p.scale, p.mask,
+                 P.data(), dS.data(), g.dQ.row(q).data(), g.dK.data(), g.dV.data());
+    if (sink) record_row(e, row, P, dS, cols.size());
+  }
+  if (sink) sink->on(e);
+}
+
+}  // namespace
+
+template <class T>
+Vec<T> backward_D(const Mat<T>& dO, const Mat<T>& O) {
+  return dO.cwiseProduct(O).rowwise().sum();  // D = rowsum(dO * O)
+}
+
+template <class T>
+BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V, const Mat<T>& O,
+                                 const Vec<T>& L, const Mat<T>& dO, const AttnParams& params,
+                                 TileSizes tiles, TraceSink* sink) {
+  // Q: n x d, K, V: m x d, O, dO: n x d, L: n -> dQ: n x d, dK, dV: m x d, D: n
+  const index_t n = Q.rows(), m = K.rows(), d = Q.cols();
+  BackwardResult<T> g{Mat<T>::Zero(n, d), Mat<T>::Zero(m, d), Mat<T>::Zero(m, d),
+                      backward_D(dO, O)};
+  const BackwardProblem<T> p{Q,
+                             K,
+                             V,
+                             L,
+                             dO,
+                             g.D,
+                             params.mask_for(n, m),
+                             Tiling{n, m, tiles.Br, tiles.Bc},
+                             T(params.scale_for(d))};
+  std::vector<T> P(tiles.Bc), dS(tiles.Bc);
+  for (index_t j = 0; j < p.tiling.Tc(); ++j) {  // outer loop: key tiles
+    for (index_t i = 0; i < p.tiling.Tr(); ++i) {
+      if (p.tiling.classify(p.mask, i, j) == TileKind::skipped) continue;  // wholly masked
+      backward_tile(p, i, j, g, P, dS, sink);
+    }
+    if (sink) sink->on(KeysDoneEvent{j, p.tiling.cols(j)});
+  }
+  return g;
+}
+
+#define FD_INSTANTIATE(T)                                                                \
+  template Vec<T> backward_D(const Mat<T>&, const Mat<T>&);                              \
+  template BackwardResult<T> flash_backward(const Mat<T>&, const Mat<T>&, const Mat<T>&, \
+                                            const Mat<T>&, const Vec<T>&, const Mat<T>&, \
+                                            const AttnParams&, TileSizes, TraceSink*);
+FD_INSTANTIATE(float)
+FD_INSTANTIATE(double)
+#undef FD_INSTANTIATE
+
+}  // namespace fd

@@ -1,0 +1,38 @@
+// flash_backward.hpp — the FlashAttention-2 backward, written to be read (teaching path).
+//
+// The forward saved only Q, K, V, O and L (all O(n)). From them and dO:
+//   D = rowsum(dO * O)                                   (n; equals rowsum(P * dP))
+//   for each key tile j (outer loop, FlashAttention-2 order):     dK_j = 0, dV_j = 0
+//     for each query tile i not wholly masked:
+//       S_ij = scale * Q_i K_j^T,  P_ij = exp(S_ij - L_i)      recomputed from L
+//       dV_j += P_ij^T dO_i,       dP_ij = dO_i V_j^T
+//       dS_ij = P_ij * (dP_ij - D_i)
+//       dQ_i += scale * dS_ij K_j, dK_j += scale * dS_ij^T Q_i
+// Fully masked rows (L = -inf) get P = 0 and so zero gradients.
+#pragma once
+
+#include "flashdemo/attention.hpp"
+#include "flashdemo/flash_forward.hpp"
+#include "flashdemo/trace.hpp"
+
+namespace fd {
+
+template <class T>
+struct BackwardResult {
+  Mat<T> dQ, dK, dV;  // n x d, m x d, m x d
+  Vec<T> D;           // n, rowsum(dO * O)
+};
+
+// D = rowsum(dO * O), accumulated in T (fp32 or wider).
+template <class T>
+Vec<T> backward_D(const Mat<T>& dO, const Mat<T>& O);
+
+// Q: n x d, K, V: m x d, O: n x d, L: n (from flash_forward), dO: n x d.
+// sink, when given, receives a BackwardTileEvent per computed tile and a KeysDoneEvent per key
+// tile, in execution order.
+template <class T>
+BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V, const Mat<T>& O,
+                                 const Vec<T>& L, const Mat<T>& dO, const AttnParams& params,
+                                 TileSizes tiles, TraceSink* sink = nullptr);
+
+}  // namespace fd
