@@ -54,6 +54,16 @@ CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
       ->capture_default_str();
 }
 
+CLI::Option* add_row(CLI::App* app, const std::string& name, index_t& value,
+                     const std::string& help) {
+  auto check = [](const std::string& s) -> std::string {
+    const auto v = parse_integer(s);
+    if (!v || *v < 0) return fmt::format("expected a row number (0, 1, ...), got '{}'", s);
+    return "";
+  };
+  return app->add_option(name, value, help)->check(CLI::Validator(check, "ROW", ""));
+}
+
 CLI::Option* add_seed(CLI::App* app, std::uint32_t& seed) {
   auto check = [](const std::string& s) -> std::string {
     const auto v = parse_integer(s);

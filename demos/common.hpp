@@ -14,8 +14,10 @@ namespace fd::demos {
 // Exit codes (listed in the README).
 enum ExitCode : int {
   kOk = 0,
-  kUsage = 2,     // a bad option or value
-  kTooLarge = 3,  // the run would not fit in memory
+  kUsage = 2,        // a bad option or value
+  kTooLarge = 3,     // the run would not fit in memory
+  kFile = 4,         // an input file is missing or malformed, or an output cannot be written
+  kCheckFailed = 1,  // `check`: at least one array failed its grade
 };
 
 // A failure the user caused and can fix: printed as one line, no stack trace.
@@ -31,6 +33,9 @@ const char* dtype_name(DType t);
 // Integers are parsed signed, so "-5" is refused rather than wrapped to a huge unsigned value.
 CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
                        const std::string& help, index_t max_value);
+// A row number: a whole number >= 0 (its upper bound is checked once n is known).
+CLI::Option* add_row(CLI::App* app, const std::string& name, index_t& value,
+                     const std::string& help);
 CLI::Option* add_seed(CLI::App* app, std::uint32_t& seed);
 CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<double>& value,
                         const std::string& help);

@@ -17,27 +17,61 @@ namespace fd::demos {
 namespace {
 
 template <class T>
-void print_errors(const Inputs<T>& in, const ForwardResult<T>& out, const AttentionOptions& o) {
-  const auto ref =
-      reference_forward<double>(in.Q.template cast<double>(), in.K.template cast<double>(),
-                                in.V.template cast<double>(), o.params());
-  ForwardResult<double> naive{ref.O, ref.L};  // in fp64 the naive path is the reference
-  if constexpr (!std::is_same_v<T, double>) {
-    const auto lo = reference_forward<T>(in.Q, in.K, in.V, o.params());
-    naive = {lo.O.template cast<double>(), lo.L.template cast<double>()};
-  }
+void print_errors(const ForwardResult<T>& out, const ReferenceForward<double>& ref,
+                  const ForwardResult<double>& naive, const AttentionOptions& o) {
   const Vec<double> finite_L = ref.L.unaryExpr([](double v) { return std::isinf(v) ? 0.0 : v; });
-  ui::section("Against the reference (standard attention in fp64, S and P materialized):");
-  print_error_line("O", o.dtype, max_abs_error(out.O, ref.O).value,
-                   max_abs_error(naive.O, ref.O).value, ref.O.cwiseAbs().maxCoeff());
-  print_error_line("L", o.dtype, max_abs_error(out.L, ref.L).value,
-                   max_abs_error(naive.L, ref.L).value, finite_L.cwiseAbs().maxCoeff());
+  print_error_line("O", o, max_abs_error(out.O, ref.O).value, max_abs_error(naive.O, ref.O).value,
+                   ref.O.cwiseAbs().maxCoeff());
+  print_error_line("L", o, max_abs_error(out.L, ref.L).value, max_abs_error(naive.L, ref.L).value,
+                   finite_L.cwiseAbs().maxCoeff());
+}
+
+// The broken run beside the correct one: how far the mistake drifts, and where.
+template <class T>
+void print_drift(const Inputs<T>& in, const ForwardResult<T>& broken,
+                 const ReferenceForward<double>& ref, const AttentionOptions& o) {
+  print_mistake(o.mistake);
+  const MaxError e = max_abs_error(broken.O, ref.O);
+  fmt::print(
+      "\n  broken:  max |O - O_ref| = {:<8} worst at row {}; {} of {} rows off by more "
+      "than 1e-6\n",
+      ui::sci(e.value), e.index / o.d, rows_above(broken.O, ref.O, 1e-6), o.n);
+  fmt::print("           max |L - L_ref| = {}\n", ui::sci(max_abs_error(broken.L, ref.L).value));
+  AttentionOptions fixed = o;
+  fixed.mistake = Mistake::none;
+  const auto good =
+      flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), nullptr, fixed.variant());
+  fmt::print("  correct: max |O - O_ref| = {}\n", ui::sci(max_abs_error(good.O, ref.O).value));
+}
+
+// Row q of P recovered from L beside the materialized reference row.
+template <class T>
+void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out,
+                 const ReferenceForward<double>& ref, const AttentionOptions& o) {
+  const index_t q = o.show_p, m = o.keys();
+  const std::vector<T> p = recover_p_row(in.Q, in.K, out.L, o.params(), q);
+  ui::section(
+      fmt::format("Row {} of P, recovered from the saved L: P_{},k = exp(S_{},k - L_{}) "
+                  "(never stored)",
+                  q, q, q, q));
+  fmt::print("  {:>6}  {:>20}  {:>20}  {:>9}\n", "k", "recovered", "reference P", "|diff|");
+  double sum = 0, worst = 0;
+  for (index_t k = 0; k < m; ++k) {
+    const double mine = double(p[std::size_t(k)]), theirs = ref.P(q, k);
+    sum += mine, worst = std::max(worst, std::abs(mine - theirs));
+    if (m <= 24 || k < 10 || k >= m - 10)
+      fmt::print("  {:>6}  {:>20.15f}  {:>20.15f}  {:>9}\n", k, mine, theirs,
+                 ui::sci(std::abs(mine - theirs)));
+    else if (k == 10)
+      fmt::print("  {:>6}\n", "…");
+  }
+  fmt::print("  sum over k = {:.15f},  max |diff| = {}\n", sum, ui::sci(worst));
 }
 
 template <class T>
-void run_forward(const AttentionOptions& o) {
-  ensure_reference_fits(o, std::is_same_v<T, float> ? 3 : 2);
-  const Inputs<T> in = inputs_for<T>(o);
+void run_forward(const AttentionOptions& o, const LoadedArrays& files) {
+  ensure_reference_fits(o, 3);
+  const Inputs<T> in = inputs_for<T>(o, files);
   ui::heading("flashdemo forward · FlashAttention forward: exact attention, one tile at a time",
               "lecture 5, demo 2 (05_flash_attention.py: flash_attention_forward)");
   print_problem(o);
@@ -49,9 +83,20 @@ void run_forward(const AttentionOptions& o) {
     ui::section("Trace: each tile updates its rows' running max m and sum l");
     trace.print_header();
   }
-  const ForwardResult<T> out = flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(),
-                                             o.trace >= ui::TraceLevel::tiles ? &trace : nullptr);
-  print_errors(in, out, o);
+  const ForwardResult<T> out =
+      flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(),
+                    o.trace >= ui::TraceLevel::tiles ? &trace : nullptr, o.variant());
+  const auto ref =
+      reference_forward<double>(in.Q.template cast<double>(), in.K.template cast<double>(),
+                                in.V.template cast<double>(), o.params());
+  const auto low = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision);
+  const ForwardResult<double> naive{low.O.template cast<double>(), low.L.template cast<double>()};
+  if (o.mistake != Mistake::none) print_drift(in, out, ref, o);
+  ui::section("Against the reference (standard attention in fp64, S and P materialized):");
+  print_errors(out, ref, naive, o);
+  if (o.show_p >= 0) print_p_row(in, out, ref, o);
+  save_if(o.files.save_o, out.O);
+  save_if(o.files.save_lse, out.L);
 }
 
 }  // namespace
@@ -61,8 +106,15 @@ void setup_forward(CLI::App& app) {
   o->n = 100, o->d = 32, o->Br = 16, o->Bc = 24;  // lecture: n, d = 100, 32; blocks 16 x 24
   CLI::App* sub = app.add_subcommand(
       "forward", "Exact tiled attention with online softmax, causal tiles skipped (demo 2)");
-  add_attention_options(sub, *o);
-  sub->callback([o] { dispatch_dtype(o->dtype, [&]<class T>() { run_forward<T>(*o); }); });
+  add_attention_options(sub, *o, Subcommand::forward);
+  add_row(sub, "--show-p", o->show_p, "Print row ROW of P, recovered from L, beside the reference");
+  sub->callback([o] {
+    if (o->list_mistakes) return print_mistake_list(Subcommand::forward);
+    const LoadedArrays files = prepare_inputs(*o);
+    if (o->show_p >= o->n)
+      throw Error(kUsage, fmt::format("--show-p: row {} does not exist (n = {})", o->show_p, o->n));
+    dispatch_dtype(*o, [&]<class T>() { run_forward<T>(*o, files); });
+  });
 }
 
 }  // namespace fd::demos

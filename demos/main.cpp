@@ -9,7 +9,9 @@
 #include <string>
 
 #include "backward.hpp"
+#include "check.hpp"
 #include "common.hpp"
+#include "flashdemo/npy.hpp"
 #include "forward.hpp"
 #include "memory.hpp"
 #include "softmax.hpp"
@@ -23,6 +25,7 @@ int main(int argc, char** argv) {
   fd::demos::setup_forward(app);
   fd::demos::setup_backward(app);
   fd::demos::setup_memory(app);
+  fd::demos::setup_check(app);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -54,6 +57,9 @@ int main(int argc, char** argv) {
   } catch (const fd::demos::Error& e) {
     fmt::print(stderr, "flashdemo: error: {}\n", e.what());
     return e.code;
+  } catch (const fd::NpyError& e) {
+    fmt::print(stderr, "flashdemo: error: {}\n", e.what());
+    return fd::demos::kFile;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "flashdemo: error: out of memory; choose smaller sizes\n");
     return fd::demos::kTooLarge;

@@ -102,8 +102,9 @@ void print_ledger(const MemoryOptions& o, const std::vector<index_t>& ns, double
   times the formula (2: K and V both; 4: SRAM is shared by the tiles Q_i, K_j, V_j, O_i). FA-1
   instead reads Q_i and reads and writes O_i, l_i, m_i once per key tile, about 3 n m d / Bc,
   so which loop order moves less depends on Br and Bc. At n = {} FA-2's forward moves {:.2f}x
-  the traffic of standard attention; the saving grows as d shrinks or SRAM grows, and the
-  flash algorithms never store an n x n matrix.
+  the traffic of standard attention. A smaller d or a larger SRAM lowers that only until
+  Br = d: from then on K and V are read n / d times, 2 n m elements, half of standard's 4 n m,
+  whatever M is. What no tile size changes: the flash algorithms never store an n x n matrix.
 )",
              n_last, last.fa2_fwd.total() / last.standard_fwd.total());
 }

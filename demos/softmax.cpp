@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "flashdemo/npy.hpp"
 #include "flashdemo/random.hpp"
 #include "flashdemo/softmax.hpp"
 #include "ui/format.hpp"
@@ -21,6 +22,7 @@ struct SoftmaxOptions {
   std::uint32_t seed = 0;
   std::optional<double> scale;
   std::string values;
+  std::string input;          // a .npy vector
   DType dtype = DType::fp32;  // the lecture's x is float32
 };
 
@@ -45,6 +47,14 @@ std::vector<double> parse_values(const std::string& text) {
 template <class T>
 std::vector<T> input_values(const SoftmaxOptions& o) {
   std::vector<T> x;
+  if (!o.input.empty()) {
+    const NpyArray a = read_npy(o.input);
+    require_finite(a, o.input);
+    if (a.shape.size() != 1 || a.shape[0] < 1)
+      throw NpyError(o.input + ": expected a non-empty vector (1-D array)");
+    for (double v : a.data) x.push_back(T(v));
+    return x;
+  }
   if (!o.values.empty()) {
     for (double v : parse_values(o.values)) x.push_back(T(v));
     return x;
@@ -88,7 +98,9 @@ void run_softmax(const SoftmaxOptions& o) {
               "lecture 5, demo 1 (05_flash_attention.py: online_softmax_stats)");
   fmt::print("\n  x = {}  ({} values, {})\n", ui::list(widen(x), 2, 80), x.size(),
              dtype_name(o.dtype));
-  if (o.values.empty())
+  if (!o.input.empty())
+    fmt::print("      read from {}\n", o.input);
+  else if (o.values.empty())
     fmt::print("      drawn as torch.randn({}) * {} after torch.manual_seed({})\n", o.n,
                o.scale.value_or(5.0), o.seed);
   ui::section(fmt::format("Blocks of {}: m = running max, l = sum of exp(x - m)", o.block));
@@ -119,10 +131,15 @@ void setup_softmax(CLI::App& app) {
   add_count(sub, "--block", o->block, "Values read per block", index_t(1) << 24);
   auto* seed = add_seed(sub, o->seed);
   auto* scale = add_finite(sub, "--scale", o->scale, "Draw values as N(0,1) x SCALE [5]");
-  sub->add_option("--values", o->values, "Your own values instead: --values=1.5,-2,3")
+  auto* values = sub->add_option("--values", o->values, "Your own values: --values=1.5,-2,3")
+                     ->excludes(n)
+                     ->excludes(seed)
+                     ->excludes(scale);
+  sub->add_option("--input", o->input, "Read the values from a .npy vector")
       ->excludes(n)
       ->excludes(seed)
-      ->excludes(scale);
+      ->excludes(scale)
+      ->excludes(values);
   add_dtype(sub, o->dtype)->default_str("fp32");
   sub->callback(
       [o] { o->dtype == DType::fp32 ? run_softmax<float>(*o) : run_softmax<double>(*o); });

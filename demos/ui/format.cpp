@@ -10,7 +10,28 @@ namespace fd::ui {
 
 std::string fixed(double v, int decimals) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (std::abs(v) >= 1e6) return fmt::format("{:.{}e}", v, decimals);  // keep columns narrow
   return fmt::format("{:.{}f}", v, decimals);
+}
+
+void wrap(const std::string& text, std::size_t width, const std::string& first,
+          const std::string& rest) {
+  std::string line = first;
+  std::size_t start = 0;
+  bool empty = true;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!empty && line.size() + 1 + word.size() > width) {
+      fmt::print("{}\n", line);
+      line = rest, empty = true;
+    }
+    line += (empty ? "" : " ") + word;
+    empty = false;
+    start = end + 1;
+  }
+  fmt::print("{}\n", line);
 }
 
 std::string sci(double v) {

@@ -10,6 +10,9 @@ namespace fd::ui {
 
 // Fixed-point with `decimals` places; -inf and inf spelled out.
 std::string fixed(double v, int decimals);
+// Prints text wrapped to width columns: the first line starts with `first`, the others `rest`.
+void wrap(const std::string& text, std::size_t width, const std::string& first,
+          const std::string& rest);
 // An error size such as 5.0e-16 (0 prints as 0).
 std::string sci(double v);
 // [a, b, c] with `decimals` places, cut with "…" to fit max_width columns.

@@ -39,6 +39,19 @@ MaxError max_abs_error(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& 
   return worst;
 }
 
+// Rows of x with at least one entry more than tol from ref.
+template <class A, class B>
+index_t rows_above(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref, double tol) {
+  index_t count = 0;
+  for (index_t r = 0; r < x.rows(); ++r) {
+    bool off = false;
+    for (index_t c = 0; c < x.cols() && !off; ++c)
+      off = !(abs_error(double(x.derived()(r, c)), double(ref.derived()(r, c))) <= tol);
+    count += off;
+  }
+  return count;
+}
+
 constexpr double kDoubleRelTol = 1e-12;
 constexpr double kNaiveFactor = 2.0;
 constexpr double kAbsSlack = 1e-6;

@@ -2,6 +2,7 @@
 #include "flashdemo/flash_backward.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 #include "flashdemo/tile_math.hpp"
@@ -20,6 +21,7 @@ struct BackwardProblem {
   Mask mask;
   Tiling tiling;
   T scale;
+  Variant variant;
 };
 
 template <class T>
@@ -40,7 +42,8 @@ void backward_tile(const BackwardProblem<T>& p, index_t i, index_t j, BackwardRe
   const index_t d = p.Q.cols();
   BackwardTileEvent e{i, j, rows, cols, p.tiling.classify(p.mask, i, j), {}, {}, {}, {}, {}, {}};
   for (index_t q = rows.begin; q < rows.end; ++q) {
-    const BackwardRow<T> row{p.Q.row(q).data(), p.dO.row(q).data(), p.L(q), p.D(q), q};
+    const T D = p.variant.mistake == Mistake::no_d ? T(0) : p.D(q);  // no-d: D forgotten
+    const BackwardRow<T> row{p.Q.row(q).data(), p.dO.row(q).data(), p.L(q), D, q, p.variant.p_in};
     backward_row(row, p.K.data(), p.V.data(), d, cols.begin, cols.size(), d, p.scale, p.mask,
                  P.data(), dS.data(), g.dQ.row(q).data(), g.dK.data(), g.dV.data());
     if (sink) record_row(e, row, P, dS, cols.size());
@@ -58,20 +61,23 @@ Vec<T> backward_D(const Mat<T>& dO, const Mat<T>& O) {
 template <class T>
 BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V, const Mat<T>& O,
                                  const Vec<T>& L, const Mat<T>& dO, const AttnParams& params,
-                                 TileSizes tiles, TraceSink* sink) {
+                                 TileSizes tiles, TraceSink* sink, Variant variant) {
   // Q: n x d, K, V: m x d, O, dO: n x d, L: n -> dQ: n x d, dK, dV: m x d, D: n
   const index_t n = Q.rows(), m = K.rows(), d = Q.cols();
   BackwardResult<T> g{Mat<T>::Zero(n, d), Mat<T>::Zero(m, d), Mat<T>::Zero(m, d),
                       backward_D(dO, O)};
+  AttnParams used = params;
+  if (variant.mistake == Mistake::wrong_align) used.align = CausalAlign::top_left;
   const BackwardProblem<T> p{Q,
                              K,
                              V,
                              L,
                              dO,
                              g.D,
-                             params.mask_for(n, m),
+                             used.mask_for(n, m),
                              Tiling{n, m, tiles.Br, tiles.Bc},
-                             T(params.scale_for(d))};
+                             T(params.scale_for(d)),
+                             variant};
   std::vector<T> P(tiles.Bc), dS(tiles.Bc);
   for (index_t j = 0; j < p.tiling.Tc(); ++j) {  // outer loop: key tiles
     for (index_t i = 0; i < p.tiling.Tr(); ++i) {
@@ -80,6 +86,8 @@ BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>&
     }
     if (sink) sink->on(KeysDoneEvent{j, p.tiling.cols(j)});
   }
+  for (Mat<T>* x : {&g.dQ, &g.dK, &g.dV})  // gradients in the output precision
+    for (index_t k = 0; k < x->size(); ++k) x->data()[k] = round_to(variant.p_in, x->data()[k]);
   return g;
 }
 
@@ -87,7 +95,7 @@ BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>&
   template Vec<T> backward_D(const Mat<T>&, const Mat<T>&);                              \
   template BackwardResult<T> flash_backward(const Mat<T>&, const Mat<T>&, const Mat<T>&, \
                                             const Mat<T>&, const Vec<T>&, const Mat<T>&, \
-                                            const AttnParams&, TileSizes, TraceSink*);
+                                            const AttnParams&, TileSizes, TraceSink*, Variant);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 #undef FD_INSTANTIATE

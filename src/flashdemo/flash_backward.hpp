@@ -14,6 +14,7 @@
 #include "flashdemo/attention.hpp"
 #include "flashdemo/flash_forward.hpp"
 #include "flashdemo/trace.hpp"
+#include "flashdemo/variant.hpp"
 
 namespace fd {
 
@@ -29,10 +30,11 @@ Vec<T> backward_D(const Mat<T>& dO, const Mat<T>& O);
 
 // Q: n x d, K, V: m x d, O: n x d, L: n (from flash_forward), dO: n x d.
 // sink, when given, receives a BackwardTileEvent per computed tile and a KeysDoneEvent per key
-// tile, in execution order.
+// tile, in execution order. variant: P and dS rounded to a lower precision before the matmuls,
+// or a mistake made on purpose (no-d: D taken as 0; wrong-align: top-left for bottom-right).
 template <class T>
 BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V, const Mat<T>& O,
                                  const Vec<T>& L, const Mat<T>& dO, const AttnParams& params,
-                                 TileSizes tiles, TraceSink* sink = nullptr);
+                                 TileSizes tiles, TraceSink* sink = nullptr, Variant variant = {});
 
 }  // namespace fd

@@ -16,7 +16,29 @@ struct ForwardProblem {
   Mask mask;
   Tiling tiling;
   T scale;
+  Variant variant;
 };
+
+// The row update with one of the lab's mistakes (variant.hpp); the correct one is update_row.
+template <class T>
+T broken_update_row(Mistake mistake, RowState<T>& st, T* s, const T* V, index_t ldv, index_t k0,
+                    index_t cols, index_t d, T* o, Precision p_in) {
+  if (mistake == Mistake::finite_mask) {
+    for (index_t c = 0; c < cols; ++c)
+      if (is_neg_inf(s[c])) s[c] = T(kFiniteMask);  // a finite sentinel instead of -inf
+  }
+  if (mistake == Mistake::no_max) {  // p = exp(S): m stays 0, nothing is ever rescaled
+    for (index_t c = 0; c < cols; ++c) st.l += (s[c] = fexp(s[c]));
+    accumulate_row(o, T(1), s, V, ldv, k0, cols, d);
+    return T(1);
+  }
+  if (mistake == Mistake::no_rescale) {  // alpha updates l but is forgotten on O
+    const T alpha = st.update(s, cols);
+    accumulate_row(o, T(1), s, V, ldv, k0, cols, d);
+    return alpha;
+  }
+  return update_row(st, s, V, ldv, k0, cols, d, o, p_in);
+}
 
 template <class T>
 TileEvent tile_event(index_t i, index_t j, const Tiling& t, TileKind kind, index_t rows) {
@@ -38,8 +60,9 @@ void forward_tile(const ForwardProblem<T>& p, index_t i, index_t j, std::vector<
     const T m_old = st[r].m;
     score_row(p.Q.row(q).data(), p.K.data(), d, cols.begin, cols.size(), d, p.scale, p.mask, q,
               s.data());  // S_ij row q
-    const T alpha = update_row(st[r], s.data(), p.V.data(), d, cols.begin, cols.size(), d,
-                               Oi.row(r).data());  // (m, l, O) <- tile j
+    const T alpha = broken_update_row(p.variant.mistake, st[r], s.data(), p.V.data(), d, cols.begin,
+                                      cols.size(), d, Oi.row(r).data(),
+                                      p.variant.p_in);  // (m, l, O) <- tile j
     if (sink) {
       e.m_old.push_back(m_old), e.m_new.push_back(st[r].m);
       e.alpha.push_back(alpha), e.l.push_back(st[r].l);
@@ -54,6 +77,10 @@ void forward_query_tile(const ForwardProblem<T>& p, index_t i, ForwardResult<T>&
                         TraceSink* sink) {
   const Range rows = p.tiling.rows(i);
   std::vector<RowState<T>> st(rows.size());  // m_i = -inf, l_i = 0
+  if (p.variant.mistake == Mistake::l_starts_at_1)
+    for (RowState<T>& r : st) r.m = T(0), r.l = T(1);
+  if (p.variant.mistake == Mistake::no_max)  // every exp is taken against 0
+    for (RowState<T>& r : st) r.m = T(0);
   Mat<T> Oi = Mat<T>::Zero(rows.size(), p.Q.cols());
   std::vector<T> s(p.tiling.Bc);
   for (index_t j = 0; j < p.tiling.Tc(); ++j) {
@@ -69,7 +96,8 @@ void forward_query_tile(const ForwardProblem<T>& p, index_t i, ForwardResult<T>&
     if (sink)
       fin.m.push_back(st[r].m), fin.l.push_back(st[r].l), fin.L.push_back(out.L(rows.begin + r));
   }
-  out.O.middleRows(rows.begin, rows.size()) = Oi;
+  for (index_t k = 0; k < Oi.size(); ++k) Oi.data()[k] = round_to(p.variant.p_in, Oi.data()[k]);
+  out.O.middleRows(rows.begin, rows.size()) = Oi;  // O in the output precision
   if (sink) sink->on(fin);
 }
 
@@ -77,24 +105,43 @@ void forward_query_tile(const ForwardProblem<T>& p, index_t i, ForwardResult<T>&
 
 template <class T>
 ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
-                               const AttnParams& params, TileSizes tiles, TraceSink* sink) {
+                               const AttnParams& params, TileSizes tiles, TraceSink* sink,
+                               Variant variant) {
   // Q: n x d, K: m x d, V: m x d -> O: n x d, L: n
   const index_t n = Q.rows(), m = K.rows();
+  AttnParams used = params;
+  if (variant.mistake == Mistake::wrong_align) used.align = CausalAlign::top_left;
   const ForwardProblem<T> p{Q,
                             K,
                             V,
-                            params.mask_for(n, m),
+                            used.mask_for(n, m),
                             Tiling{n, m, tiles.Br, tiles.Bc},
-                            T(params.scale_for(Q.cols()))};
+                            T(params.scale_for(Q.cols())),
+                            variant};
   ForwardResult<T> out{Mat<T>::Zero(n, Q.cols()), Vec<T>::Zero(n)};
   for (index_t i = 0; i < p.tiling.Tr(); ++i) forward_query_tile(p, i, out, sink);
   return out;
 }
 
+template <class T>
+std::vector<T> recover_p_row(const Mat<T>& Q, const Mat<T>& K, const Vec<T>& L,
+                             const AttnParams& params, index_t q) {
+  // Q: n x d, K: m x d, L: n -> P_q: m
+  std::vector<T> p(K.rows());
+  score_row(Q.row(q).data(), K.data(), K.cols(), 0, K.rows(), Q.cols(),
+            T(params.scale_for(Q.cols())), params.mask_for(Q.rows(), K.rows()), q, p.data());
+  for (T& v : p) v = recompute_p(v, L(q));  // P = exp(S - L)
+  return p;
+}
+
+template std::vector<float> recover_p_row(const Mat<float>&, const Mat<float>&, const Vec<float>&,
+                                          const AttnParams&, index_t);
+template std::vector<double> recover_p_row(const Mat<double>&, const Mat<double>&,
+                                           const Vec<double>&, const AttnParams&, index_t);
 template ForwardResult<float> flash_forward(const Mat<float>&, const Mat<float>&, const Mat<float>&,
-                                            const AttnParams&, TileSizes, TraceSink*);
+                                            const AttnParams&, TileSizes, TraceSink*, Variant);
 template ForwardResult<double> flash_forward(const Mat<double>&, const Mat<double>&,
                                              const Mat<double>&, const AttnParams&, TileSizes,
-                                             TraceSink*);
+                                             TraceSink*, Variant);
 
 }  // namespace fd

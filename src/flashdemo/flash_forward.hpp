@@ -9,18 +9,27 @@
 //   O_i = O_i / l_i,  L_i = m_i + log(l_i)             (L is saved for the backward pass)
 #pragma once
 
+#include <vector>
+
 #include "flashdemo/attention.hpp"
 #include "flashdemo/tiling.hpp"
 #include "flashdemo/trace.hpp"
+#include "flashdemo/variant.hpp"
 
 namespace fd {
 
 // Q: n x d, K: m x d, V: m x d -> O: n x d, L: n. Br, Bc >= 1, any n, m >= 1.
 // sink, when given, receives a TileEvent per computed tile, a TileSkippedEvent per skipped
-// tile and a RowsFinalEvent per query tile, in execution order.
+// tile and a RowsFinalEvent per query tile, in execution order. variant rounds P to a lower
+// precision before P V, or makes one of the lab's mistakes on purpose (variant.hpp).
 template <class T>
 ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
-                               const AttnParams& params, TileSizes tiles,
-                               TraceSink* sink = nullptr);
+                               const AttnParams& params, TileSizes tiles, TraceSink* sink = nullptr,
+                               Variant variant = {});
+
+// Row q of P recovered from the saved L: P_qk = exp(S_qk - L_q), the matrix never stored.
+template <class T>
+std::vector<T> recover_p_row(const Mat<T>& Q, const Mat<T>& K, const Vec<T>& L,
+                             const AttnParams& params, index_t q);
 
 }  // namespace fd

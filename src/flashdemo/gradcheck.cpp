@@ -11,7 +11,10 @@ double loss_sum_squares(const Mat<double>& O) {
 
 std::vector<GradSample> finite_difference_grads(const Mat<double>& Q, const Mat<double>& K,
                                                 const Mat<double>& V, const AttnParams& params,
-                                                double h) {
+                                                const Mat<double>* G, double h) {
+  auto loss = [&](const Mat<double>& O) {
+    return G ? O.cwiseProduct(*G).sum() : loss_sum_squares(O);
+  };
   std::vector<GradSample> out;
   Mat<double> x[3] = {Q, K, V};
   for (int which = 0; which < 3; ++which) {
@@ -21,9 +24,9 @@ std::vector<GradSample> finite_difference_grads(const Mat<double>& Q, const Mat<
     for (const auto& rc : picks) {
       const double saved = X(rc[0], rc[1]);
       X(rc[0], rc[1]) = saved + h;
-      const double up = loss_sum_squares(reference_forward(x[0], x[1], x[2], params).O);
+      const double up = loss(reference_forward(x[0], x[1], x[2], params).O);
       X(rc[0], rc[1]) = saved - h;
-      const double down = loss_sum_squares(reference_forward(x[0], x[1], x[2], params).O);
+      const double down = loss(reference_forward(x[0], x[1], x[2], params).O);
       X(rc[0], rc[1]) = saved;
       out.push_back({Operand(which), rc[0], rc[1], (up - down) / (2 * h)});  // central difference
     }

@@ -13,6 +13,7 @@
 #include "flashdemo/host_device.hpp"
 #include "flashdemo/mask.hpp"
 #include "flashdemo/online_softmax.hpp"
+#include "flashdemo/precision.hpp"
 
 namespace fd {
 
@@ -45,11 +46,13 @@ FD_HOST_DEVICE void accumulate_row(T* o, T alpha, const T* p, const T* V, index_
 }
 
 // One row of one tile: updates (m, l) with the scores s (which become P_ij) and the output row o.
-// Returns alpha = exp(m_old - m_new).
+// P_ij enters the product with V in precision p_in (bf16 or fp16 in a low-precision kernel);
+// l sums it unrounded. Returns alpha = exp(m_old - m_new).
 template <class T>
 FD_HOST_DEVICE T update_row(RowState<T>& state, T* s, const T* V, index_t ldv, index_t k0,
-                            index_t cols, index_t d, T* o) {
+                            index_t cols, index_t d, T* o, Precision p_in = Precision::fp32) {
   const T alpha = state.update(s, cols);  // m_new, alpha, l; s <- P_ij = exp(S_ij - m_new)
+  for (index_t c = 0; c < cols; ++c) s[c] = round_to(p_in, s[c]);  // P_ij as the matmul sees it
   accumulate_row(o, alpha, s, V, ldv, k0, cols, d);
   return alpha;
 }
@@ -85,10 +88,11 @@ FD_HOST_DEVICE T softmax_grad(T p, T dp, T D) {
 // p and ds receive the row's P_qk and dS_qk (cols values each) for the trace.
 template <class T>
 struct BackwardRow {
-  const T* q_row;   // Q_q (d)
-  const T* do_row;  // dO_q (d)
-  T L, D;           // saved logsumexp and D of row q
-  index_t q;        // row index
+  const T* q_row;                    // Q_q (d)
+  const T* do_row;                   // dO_q (d)
+  T L, D;                            // saved logsumexp and D of row q
+  index_t q;                         // row index
+  Precision p_in = Precision::fp32;  // precision of P and dS as matmul inputs
 };
 
 template <class T>

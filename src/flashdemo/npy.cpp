@@ -1,0 +1,202 @@
+// npy.cpp — .npy read and write (see npy.hpp for the format).
+#include "flashdemo/npy.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace fd {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr index_t kMaxElements = index_t(1) << 40;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw NpyError(path + ": " + what);
+}
+
+// The value of 'key' in the header dict, up to the next top-level ',' or '}'.
+std::string dict_value(const std::string& header, const std::string& key, const std::string& path) {
+  const std::size_t k = header.find("'" + key + "'");
+  if (k == std::string::npos) fail(path, "header has no '" + key + "' entry");
+  std::size_t v = header.find(':', k);
+  if (v == std::string::npos) fail(path, "malformed header near '" + key + "'");
+  ++v;
+  while (v < header.size() && header[v] == ' ') ++v;
+  std::size_t end = v;
+  if (end < header.size() && header[end] == '(') {
+    end = header.find(')', end);
+    if (end == std::string::npos) fail(path, "malformed shape in header");
+    return header.substr(v, end - v + 1);
+  }
+  while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
+  std::string value = header.substr(v, end - v);
+  while (!value.empty() && value.back() == ' ') value.pop_back();
+  return value;
+}
+
+std::vector<index_t> parse_shape(const std::string& text, const std::string& path) {
+  std::vector<index_t> shape;
+  std::string inner = text.substr(1, text.size() - 2);
+  std::stringstream ss(inner);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+    if (b == std::string::npos) continue;  // the empty item after a trailing comma
+    item = item.substr(b, e - b + 1);
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (*end != '\0' || v < 0) fail(path, "shape " + text + " is not a tuple of sizes");
+    shape.push_back(v);
+  }
+  if (shape.size() > 2)
+    fail(path, "shape " + text + " has " + std::to_string(shape.size()) +
+                   " dimensions; flashdemo reads vectors and matrices only");
+  return shape;
+}
+
+struct Header {
+  NpyType type;
+  std::vector<index_t> shape;
+};
+
+Header parse_header(const std::string& header, const std::string& path) {
+  const std::string descr = dict_value(header, "descr", path);
+  Header h{};
+  if (descr == "'<f8'")
+    h.type = NpyType::f8;
+  else if (descr == "'<f4'")
+    h.type = NpyType::f4;
+  else
+    fail(path, "unsupported dtype " + descr +
+                   ": flashdemo reads little-endian float32 ('<f4') and float64 ('<f8')");
+  if (dict_value(header, "fortran_order", path) != "False")
+    fail(path, "Fortran (column-major) order is not supported: save with np.ascontiguousarray");
+  h.shape = parse_shape(dict_value(header, "shape", path), path);
+  return h;
+}
+
+std::string read_header(std::ifstream& in, const std::string& path) {
+  char magic[6];
+  if (!in.read(magic, 6) || std::memcmp(magic, kMagic, 6) != 0)
+    fail(path, "not a .npy file (bad magic bytes)");
+  unsigned char version[2];
+  if (!in.read(reinterpret_cast<char*>(version), 2)) fail(path, "truncated header");
+  if (version[0] < 1 || version[0] > 3)
+    fail(path, "unsupported .npy version " + std::to_string(version[0]) + "." +
+                   std::to_string(version[1]));
+  unsigned char len_bytes[4] = {0, 0, 0, 0};
+  const int len_size = version[0] == 1 ? 2 : 4;
+  if (!in.read(reinterpret_cast<char*>(len_bytes), len_size)) fail(path, "truncated header");
+  std::uint32_t len = 0;
+  for (int k = len_size - 1; k >= 0; --k) len = (len << 8) | len_bytes[k];
+  if (len > (1u << 20)) fail(path, "header length " + std::to_string(len) + " is implausible");
+  std::string header(len, '\0');
+  if (!in.read(header.data(), len)) fail(path, "truncated header");
+  return header;
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  const Header h = parse_header(read_header(in, path), path);
+  index_t count = 1;
+  for (index_t s : h.shape) {
+    if (s != 0 && count > kMaxElements / s) fail(path, "shape is too large");
+    count *= s;
+  }
+  const index_t width = h.type == NpyType::f8 ? 8 : 4;
+  const std::streampos data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const index_t available = index_t(in.tellg() - data_start);
+  if (available < count * width)
+    fail(path, "truncated data: the header promises " + std::to_string(count) + " elements (" +
+                   std::to_string(count * width) + " bytes), the file holds " +
+                   std::to_string(available) + " bytes");
+  in.seekg(data_start);
+  NpyArray a{h.type, h.shape, std::vector<double>(std::size_t(count))};
+  std::vector<char> raw(std::size_t(count * width));
+  in.read(raw.data(), std::streamsize(raw.size()));
+  for (index_t k = 0; k < count; ++k) {  // little-endian on every host flashdemo builds for
+    if (h.type == NpyType::f8) {
+      std::memcpy(&a.data[std::size_t(k)], raw.data() + k * 8, 8);
+    } else {
+      float f;
+      std::memcpy(&f, raw.data() + k * 4, 4);
+      a.data[std::size_t(k)] = f;
+    }
+  }
+  return a;
+}
+
+void require_finite(const NpyArray& a, const std::string& path) {
+  for (std::size_t k = 0; k < a.data.size(); ++k) {
+    if (std::isfinite(a.data[k])) continue;
+    const index_t c = a.cols(), r = index_t(k) / c, col = index_t(k) % c;
+    const std::string where = a.shape.size() == 2
+                                  ? "(" + std::to_string(r) + ", " + std::to_string(col) + ")"
+                                  : "[" + std::to_string(k) + "]";
+    fail(path, "element " + where + " is " +
+                   (std::isnan(a.data[k]) ? "nan"
+                    : a.data[k] > 0       ? "inf"
+                                          : "-inf") +
+                   "; inputs must be finite");
+  }
+}
+
+template <class T>
+void write_npy(const std::string& path, const T* data, index_t rows, index_t cols) {
+  const char* descr = std::is_same_v<T, float> ? "<f4" : "<f8";
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                     std::to_string(rows) + (cols ? ", " + std::to_string(cols) + ")" : ",)") +
+                     ", }";
+  const std::size_t unpadded = 10 + dict.size() + 1;  // magic, version, length, dict, '\n'
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict += '\n';
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(path, std::string("cannot write: ") + std::strerror(errno));
+    const unsigned char prefix[] = {0x93,
+                                    'N',
+                                    'U',
+                                    'M',
+                                    'P',
+                                    'Y',
+                                    1,
+                                    0,
+                                    static_cast<unsigned char>(dict.size() & 0xff),
+                                    static_cast<unsigned char>(dict.size() >> 8)};
+    out.write(reinterpret_cast<const char*>(prefix), sizeof prefix);
+    out << dict;
+    out.write(reinterpret_cast<const char*>(data),
+              std::streamsize(sizeof(T) * std::size_t(rows * (cols ? cols : 1))));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      fail(path, "write failed (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(path, std::string("cannot write: ") + std::strerror(errno));
+  }
+}
+
+template <class T>
+Mat<T> to_matrix(const NpyArray& a) {
+  Mat<T> m(a.shape.size() == 2 ? a.shape[0] : index_t(a.data.size()),
+           a.shape.size() == 2 ? a.shape[1] : 1);
+  for (index_t k = 0; k < m.size(); ++k) m.data()[k] = T(a.data[std::size_t(k)]);
+  return m;
+}
+
+template void write_npy(const std::string&, const float*, index_t, index_t);
+template void write_npy(const std::string&, const double*, index_t, index_t);
+template Mat<float> to_matrix(const NpyArray&);
+template Mat<double> to_matrix(const NpyArray&);
+
+}  // namespace fd

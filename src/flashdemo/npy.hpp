@@ -1,0 +1,57 @@
+// npy.hpp — NumPy's .npy format, so NumPy and PyTorch users can hand in their own arrays.
+//
+// A file is: the magic "\x93NUMPY", a version byte pair (1.0, 2.0 or 3.0), the header length
+// (2 bytes little-endian for 1.0, 4 bytes for 2.0 and 3.0), then a Python dict literal such as
+//   {'descr': '<f8', 'fortran_order': False, 'shape': (100, 32), }
+// padded with spaces and a newline, then the data: prod(shape) elements, C (row-major) order.
+// Read: little-endian float32 ('<f4') and float64 ('<f8'), C order, 0-, 1- or 2-dimensional.
+// Anything else is refused by name. Write: '<f4' or '<f8', version 1.0, via a temporary file
+// renamed into place, so a failed write never leaves a half-written file.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "flashdemo/attention.hpp"
+
+namespace fd {
+
+// A malformed or unsupported file; what() names the file and the problem in one line.
+struct NpyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class NpyType { f4, f8 };
+
+struct NpyArray {
+  NpyType type = NpyType::f8;
+  std::vector<index_t> shape;  // () scalar, (n,) vector, (n, d) matrix
+  std::vector<double> data;    // row-major, widened to double (exact for both types)
+  index_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
+  index_t cols() const { return shape.empty() ? 1 : shape.back(); }
+};
+
+NpyArray read_npy(const std::string& path);
+
+// Non-finite entries are refused: "x.npy: element (3, 1) is nan".
+void require_finite(const NpyArray& a, const std::string& path);
+
+// Writes rows x cols (cols = 0: a vector of `rows` elements) as '<f4' when T is float, else '<f8'.
+template <class T>
+void write_npy(const std::string& path, const T* data, index_t rows, index_t cols);
+
+template <class T>
+void write_npy(const std::string& path, const Mat<T>& m) {
+  write_npy(path, m.data(), m.rows(), m.cols());
+}
+template <class T>
+void write_npy(const std::string& path, const Vec<T>& v) {
+  write_npy(path, v.data(), v.rows(), index_t(0));
+}
+
+// The array as a matrix of T (a vector becomes one column).
+template <class T>
+Mat<T> to_matrix(const NpyArray& a);
+
+}  // namespace fd
