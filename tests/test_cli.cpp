@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "flashdemo/npy.hpp"
+#include "flashdemo/random.hpp"
+
 namespace {
 
 struct Run {
@@ -250,6 +253,142 @@ TEST_CASE("bad input: one line on stderr naming the problem, non-zero exit, no s
     CHECK(has(r.err, "flashdemo: error: "));
     CHECK(has(r.err, b.names));
   }
+}
+
+// Q, K, V (and dO) of the given sizes written as .npy into the working directory.
+void write_inputs(fd::index_t n, fd::index_t m, fd::index_t d) {
+  fd::TorchGenerator gen(5);
+  fd::write_npy("in_q.npy", gen.randn_matrix<double>(n, d));
+  fd::write_npy("in_k.npy", gen.randn_matrix<double>(m, d));
+  fd::write_npy("in_v.npy", gen.randn_matrix<double>(m, d));
+  fd::write_npy("in_do.npy", gen.randn_matrix<double>(n, d));
+  fd::write_npy("in_q32.npy", gen.randn_matrix<float>(n, d));
+}
+
+const std::string kQKV = "--q in_q.npy --k in_k.npy --v in_v.npy";
+
+TEST_CASE("arrays in and out: forward and backward save what check then passes") {
+  write_inputs(33, 21, 5);
+  std::remove("out_o.npy");
+  const Run f = run("forward " + kQKV +
+                    " --causal --causal-align bottom-right --save-o out_o.npy "
+                    "--save-lse out_l.npy --trace none");
+  REQUIRE(f.code == 0);
+  CHECK(has(f.out, "Q: 33 x 5,  K, V: 21 x 5"));
+  CHECK(has(f.out, "inputs: Q = in_q.npy"));
+  const Run b = run("backward " + kQKV +
+                    " --do in_do.npy --causal --causal-align bottom-right "
+                    "--save-dq out_dq.npy --save-dk out_dk.npy --save-dv out_dv.npy --trace none");
+  REQUIRE(b.code == 0);
+  CHECK(has(b.out, "loss = sum(O * dO) with dO = in_do.npy"));
+  CHECK(has(b.out, "sum(O * dO) (fp64 reference"));
+  const Run c =
+      run("check " + kQKV +
+          " --do in_do.npy --causal --causal-align bottom-right "
+          "--o out_o.npy --lse out_l.npy --dq out_dq.npy --dk out_dk.npy --dv out_dv.npy");
+  CHECK(c.code == 0);
+  CHECK(has(c.out, "5 of 5 arrays pass."));
+  const Run wrong = run("check " + kQKV + " --o out_o.npy");  // no mask: O is wrong
+  CHECK(wrong.code == 1);
+  CHECK(has(wrong.out, "FAIL"));
+  CHECK(has(wrong.out, "hint: matches causal attention"));
+  CHECK(has(wrong.err, "failed"));
+}
+
+TEST_CASE("fp32 runs write float32 files that check judges as fp32") {
+  write_inputs(20, 20, 4);
+  REQUIRE(run("forward " + kQKV + " --dtype fp32 --save-o out_o32.npy --trace none").code == 0);
+  CHECK(fd::read_npy("out_o32.npy").type == fd::NpyType::f4);
+  const Run c = run("check " + kQKV + " --o out_o32.npy");
+  CHECK(c.code == 0);
+  CHECK(has(c.out, "fp32"));
+}
+
+TEST_CASE("--break shows the drift and explains it; --break list lists the mistakes") {
+  const Run list = run("backward --break list");
+  CHECK(list.code == 0);
+  for (const char* m :
+       {"no-max", "no-rescale", "l-starts-at-1", "finite-mask", "no-d", "wrong-align"})
+    CHECK(has(list.out, m));
+  CHECK_FALSE(has(run("forward --break list").out, "no-d"));
+  const Run r = run("forward --break no-rescale --trace none");
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "Mistake on purpose: --break no-rescale"));
+  CHECK(has(r.out, "broken:  max |O - O_ref| = "));
+  CHECK(has(r.out, "correct: max |O - O_ref| = "));
+  const Run align = run("forward --break wrong-align --m 60 --trace none");
+  CHECK(has(align.out, "causal, bottom-right"));
+  const Run nod = run("backward --break no-d --trace none");
+  CHECK(has(nod.out, "broken: max |dV - dV_ref| = 4.4e-16  0 of 70 rows"));
+}
+
+TEST_CASE("--precision bf16 and fp16 pass the 2x rule beside naive attention") {
+  for (const char* p : {"bf16", "fp16"}) {
+    for (const char* cmd : {"forward", "backward"}) {
+      const Run r = run(std::string(cmd) + " --causal --trace none --precision " + p);
+      INFO(cmd << " " << p);
+      REQUIRE(r.code == 0);
+      CHECK(has(r.out, std::string(p) + " (emulated, fp32 sums)"));
+      CHECK(has(r.out, std::string("naive ") + p));
+      CHECK(has(r.out, ": pass"));
+      CHECK_FALSE(has(r.out, "FAIL"));
+    }
+  }
+}
+
+TEST_CASE("--show-p recovers a row of P from L; softmax reads a .npy vector") {
+  const Run r = run("forward --show-p 99 --causal --trace none");
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "Row 99 of P, recovered from the saved L"));
+  CHECK(has(r.out, "sum over k = 1.0000000000000"));
+  const Run s = run(std::string("softmax --input ") + FLASHDEMO_FIXTURES + "/numpy_f4_vec5.npy");
+  REQUIRE(s.code == 0);
+  CHECK(has(s.out, "(5 values, fp32)"));
+}
+
+TEST_CASE("bad files and outputs: one line, exit 4 (file) or 2 (usage), nothing half-written") {
+  write_inputs(10, 10, 3);
+  std::ofstream("garbage.npy") << "not an npy file";
+  fd::write_npy("in_bad_shape.npy", fd::TorchGenerator(1).randn_matrix<double>(7, 3));
+  fd::write_npy("in_vec.npy", fd::TorchGenerator(1).randn_matrix<double>(7, 3).col(0).eval());
+  struct Bad {
+    std::string args, names;
+    int code;
+  };
+  const Bad cases[] = {
+      {"forward --q missing.npy --k in_k.npy --v in_v.npy", "missing.npy: cannot open", 4},
+      {"forward --q garbage.npy --k in_k.npy --v in_v.npy", "bad magic", 4},
+      {"forward --q in_q.npy --k in_bad_shape.npy --v in_v.npy", "expected (7, 3)", 4},
+      {"forward --q in_q.npy --k in_k.npy --v in_bad_shape.npy", "expected (10, 3)", 4},
+      {"forward --q in_q.npy --k in_k.npy", "--v", 2},
+      {"forward " + kQKV + " --n 5", "--n", 2},
+      {"forward " + kQKV + " --save-o in_q.npy", "also an input", 2},
+      {"forward " + kQKV + " --save-o ./in_k.npy", "also an input", 2},
+      {"forward --save-o /nonexistent-dir/o.npy", "cannot write", 4},
+      {"backward " + kQKV + " --do in_bad_shape.npy", "dO has shape (7, 3)", 4},
+      {"backward --do in_do.npy", "--q", 2},
+      {"forward --show-p 100", "--show-p", 2},
+      {"forward --show-p -1", "--show-p", 2},
+      {"forward --break sideways", "--break", 2},
+      {"backward --precision fp8", "--precision", 2},
+      {"forward --precision bf16 --dtype fp64", "--dtype", 2},
+      {"softmax --input garbage.npy", "bad magic", 4},
+      {"softmax --input in_q.npy", "1-D", 4},
+      {"softmax --input in_vec.npy --values=1,2", "--values", 2},
+      {"check --q in_q.npy --k in_k.npy --v in_v.npy", "at least one", 2},
+      {"check --q in_q.npy --k in_k.npy --v in_v.npy --dq in_q.npy", "--do", 2},
+      {"check --q in_q.npy --k in_bad_shape.npy --v in_v.npy --o in_q.npy", "shapes do not fit", 4},
+      {"check --k in_k.npy --v in_v.npy --o in_q.npy", "--q", 2},
+  };
+  for (const Bad& b : cases) {
+    const Run r = run(b.args);
+    INFO("args: " << b.args << " | stderr: " << r.err);
+    CHECK(r.code == b.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+  CHECK_FALSE(std::ifstream("/nonexistent-dir/o.npy").good());
 }
 
 TEST_CASE("--help and --version exit 0") {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <utility>
+#include <vector>
 
 #include "flashdemo/compare.hpp"
 #include "flashdemo/flash_backward.hpp"
@@ -110,19 +111,23 @@ Grader::Outputs Grader::run(const AttnParams& params, Mistake mistake, TileSizes
 
 Diagnosis Grader::diagnose(ArrayKind kind, const Mat<double>& X, double bound) const {
   const AttnParams& given = problem_.params;
-  AttnParams toggled = given, flipped = given, unscaled = given;
-  toggled.causal = !given.causal;
-  flipped.align =
-      given.align == CausalAlign::top_left ? CausalAlign::bottom_right : CausalAlign::top_left;
+  AttnParams other = given, unscaled = given;
   unscaled.scale = 1.0;
-  const std::pair<Diagnosis, AttnParams> alternatives[] = {
-      {given.causal ? Diagnosis::missing_mask : Diagnosis::extra_mask, toggled},
-      {Diagnosis::wrong_align, flipped},
-      {Diagnosis::unscaled, unscaled}};
-  for (const auto& [diagnosis, params] : alternatives) {
-    if (diagnosis == Diagnosis::wrong_align && !given.causal) continue;
-    if (matches(X, reference(params).get(kind), bound)) return diagnosis;
+  std::vector<std::pair<Diagnosis, AttnParams>> alternatives;
+  if (given.causal) {
+    other.causal = false;
+    alternatives.push_back({Diagnosis::missing_mask, other});
+    other = given;
+    other.align =
+        given.align == CausalAlign::top_left ? CausalAlign::bottom_right : CausalAlign::top_left;
+    alternatives.push_back({Diagnosis::wrong_align, other});
+  } else {
+    for (CausalAlign align : {CausalAlign::top_left, CausalAlign::bottom_right})
+      alternatives.push_back({Diagnosis::extra_mask, AttnParams{true, align, given.scale}});
   }
+  alternatives.push_back({Diagnosis::unscaled, unscaled});
+  for (const auto& [diagnosis, params] : alternatives)
+    if (matches(X, reference(params).get(kind), bound)) return diagnosis;
   if (kind == ArrayKind::L) {
     const auto f = reference_forward(problem_.Q, problem_.K, problem_.V, given);
     if (matches(X, f.S.rowwise().maxCoeff(), bound)) return Diagnosis::l_is_max;
