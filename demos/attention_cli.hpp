@@ -9,6 +9,7 @@
 #include "flashdemo/attention.hpp"
 #include "flashdemo/tiling.hpp"
 #include "flashdemo/variant.hpp"
+#include "recording.hpp"
 #include "ui/text_trace.hpp"
 
 namespace fd::demos {
@@ -28,10 +29,12 @@ struct AttentionOptions {
   std::optional<double> scale;
   ui::TraceLevel trace = ui::TraceLevel::summary;
   ArrayFiles files;
+  TraceFiles trace_files;                 // --trace-json, --html
   Precision precision = Precision::fp64;  // bf16 / fp16: emulated, computed in fp32
   Mistake mistake = Mistake::none;        // --break
   bool list_mistakes = false;             // --break list
   index_t show_p = -1;                    // --show-p ROW (forward)
+  Parts parts;
 
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
@@ -60,6 +63,9 @@ void ensure_reference_fits(const AttentionOptions& o, double extra_nm);
 
 // The problem: shapes, precision, scale, tiles, mask, where the inputs come from.
 void print_problem(const AttentionOptions& o);
+
+// The "problem" event that opens a JSON trace: sizes, tiles, mask and the tile grid.
+nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand);
 
 // The name of the precision a run is judged in: fp64, fp32, bf16 or fp16.
 const char* precision_name(const AttentionOptions& o);

@@ -3,6 +3,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attention_cli.hpp"
+
 namespace fd::demos {
 void setup_backward(CLI::App& app);
-}
+void run_backward(AttentionOptions& o);
+}  // namespace fd::demos

@@ -4,14 +4,19 @@
 #include <fmt/core.h>
 
 #include <memory>
+#include <optional>
 
 #include "common.hpp"
 #include "flashdemo/grade.hpp"
 #include "flashdemo/npy.hpp"
+#include "recording.hpp"
 #include "ui/format.hpp"
+#include "ui/output.hpp"
 
 namespace fd::demos {
 namespace {
+
+using ui::Msg;
 
 enum class Judge { auto_, fp64, fp32, bf16, fp16 };
 
@@ -26,44 +31,43 @@ struct CheckOptions {
 
 const char* kNames[] = {"O", "L", "dQ", "dK", "dV"};
 
-const char* hint(Diagnosis d) {
+// The hint for a diagnosis; none for Diagnosis::none.
+std::optional<Msg> hint(Diagnosis d) {
   switch (d) {
     case Diagnosis::none:
-      return nullptr;
+      return std::nullopt;
     case Diagnosis::has_nan:
-      return "contains NaN or inf: exp overflowed (is the running max subtracted?) or a row "
-             "that sees no key divided 0 by 0 (it should give O = 0, L = -inf)";
+      return Msg::hint_nan;
     case Diagnosis::wrong_shape:
-      return "the shape is not the reference's";
+      return Msg::hint_shape;
     case Diagnosis::transposed:
-      return "the shape is the reference's transposed: save X, not X.T";
+      return Msg::hint_transposed;
     case Diagnosis::missing_mask:
-      return "matches attention without the causal mask: is the mask applied to S?";
+      return Msg::hint_missing_mask;
     case Diagnosis::extra_mask:
-      return "matches causal attention: a mask was applied (or pass --causal to check that)";
+      return Msg::hint_extra_mask;
     case Diagnosis::wrong_align:
-      return "matches the other causal alignment: top-left vs bottom-right (--causal-align)";
+      return Msg::hint_wrong_align;
     case Diagnosis::unscaled:
-      return "matches scores not multiplied by the scale 1/sqrt(d)";
+      return Msg::hint_unscaled;
     case Diagnosis::l_is_max:
-      return "L equals the row max m: L should be m + log(l)";
+      return Msg::hint_l_is_max;
     case Diagnosis::rows_scaled:
-      return "each row is off by its own factor: divide O by l exactly once, at the end";
+      return Msg::hint_rows_scaled;
     case Diagnosis::no_max:
-      return "matches exp(S) without the running max subtracted: it overflows for large scores";
+      return Msg::hint_no_max;
     case Diagnosis::no_rescale:
-      return "rows after the first key tile are wrong: is the rescale factor exp(m_old - m_new) "
-             "applied to O?";
+      return Msg::hint_no_rescale;
     case Diagnosis::l_starts_at_1:
-      return "matches l starting at 1 (with m at 0): start every row from m = -inf, l = 0";
+      return Msg::hint_l1;
     case Diagnosis::finite_mask:
-      return "matches a finite mask value (-1e6) instead of -inf: rows that see no key go wrong";
+      return Msg::hint_finite_mask;
     case Diagnosis::no_d:
-      return "matches dS = P * dP: the backward needs D = rowsum(dO * O): dS = P * (dP - D)";
+      return Msg::hint_no_d;
     case Diagnosis::grad_unscaled:
-      return "off by the factor scale: dQ = scale * dS K and dK = scale * dS^T Q";
+      return Msg::hint_grad_unscaled;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 Mat<double> load(const std::string& path, bool finite) {
@@ -100,56 +104,74 @@ CheckProblem load_problem(const CheckOptions& o) {
                  {},
                  AttnParams{o.causal, o.align, o.scale}};
   if (p.K.cols() != p.Q.cols() || p.V.rows() != p.K.rows() || p.V.cols() != p.Q.cols())
-    throw NpyError(
-        fmt::format("shapes do not fit: Q {} x {}, K {} x {}, V {} x {} (want n x d, "
-                    "m x d, m x d)",
-                    p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(), p.V.rows(), p.V.cols()));
+    throw NpyError(ui::tr(Msg::check_err_shapes, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
+                          p.V.rows(), p.V.cols()));
   if (!o.dO.empty()) {
     p.dO = load(o.dO, true);
     if (p.dO.rows() != p.Q.rows() || p.dO.cols() != p.Q.cols())
-      throw NpyError(fmt::format("{}: dO has shape ({}, {}), expected ({}, {})", o.dO, p.dO.rows(),
-                                 p.dO.cols(), p.Q.rows(), p.Q.cols()));
+      throw NpyError(
+          ui::tr(Msg::check_err_do, o.dO, p.dO.rows(), p.dO.cols(), p.Q.rows(), p.Q.cols()));
   }
   return p;
 }
 
+const std::string kRow = "  {:<4} {:<22} {:<6} {:>9}  {:<12} {:>9}  {}\n";
+
 void print_grade(int k, const std::string& path, Precision p, const Grade& g) {
-  const std::string where = std::isinf(g.err) && g.diagnosis != Diagnosis::none && g.bound == 0
-                                ? "-"
-                                : fmt::format("({}, {})", g.worst_row, g.worst_col);
-  fmt::print("  {:<4} {:<22} {:<6} {:>9}  {:<12} {:>9}  {}\n", kNames[k], path, precision_label(p),
-             ui::sci(g.err), where, ui::sci(g.bound), g.pass ? "pass" : "FAIL");
+  const bool no_location = std::isinf(g.err) && g.bound == 0;
+  const std::string where = no_location ? "-" : fmt::format("({}, {})", g.worst_row, g.worst_col);
+  const std::string verdict = g.pass ? ui::paint(ui::tr(Msg::word_pass), ui::Paint::good)
+                                     : ui::paint(ui::tr(Msg::word_fail), ui::Paint::bad);
+  ui::result_raw(fmt::format(fmt::runtime(kRow), kNames[k], path, precision_label(p),
+                             ui::sci(g.err), where, ui::sci(g.bound), verdict));
   if (g.pass) return;
-  if (const char* h = hint(g.diagnosis))
-    ui::wrap(h, 98, "       hint: ", "             ");
+  if (const auto h = hint(g.diagnosis))
+    ui::wrap(ui::tr(*h), 98, ui::tr(Msg::check_hint), "             ");
   else if (g.first_bad_row >= 0)
-    fmt::print("       first wrong row: {}; rows before it are right\n", g.first_bad_row);
+    ui::result(Msg::check_first_wrong, g.first_bad_row);
+}
+
+nlohmann::json grade_event(int k, const std::string& path, Precision p, const Grade& g) {
+  const auto h = hint(g.diagnosis);
+  return {{"event", "grade"},
+          {"array", kNames[k]},
+          {"file", path},
+          {"precision", precision_label(p)},
+          {"pass", g.pass},
+          {"max_error", ui::number(g.err)},
+          {"worst", {g.worst_row, g.worst_col}},
+          {"bound", ui::number(g.bound)},
+          {"naive_error", ui::number(g.naive_err)},
+          {"first_bad_row", g.first_bad_row},
+          {"hint", h ? ui::tr(*h) : ""}};
 }
 
 int run_check(const CheckOptions& o) {
   Grader grader(load_problem(o));
   const CheckProblem& p = grader.problem();
-  ui::heading("flashdemo check · your arrays against the fp64 reference",
-              "the correctness rule of DESIGN.md: fp64 within 1e-12 relative, lower precisions "
-              "within 2x naive + 1e-6");
-  fmt::print("\n  Q: {} x {},  K, V: {} x {},  {}, scale = {:.6g}\n\n", p.Q.rows(), p.Q.cols(),
-             p.K.rows(), p.K.cols(),
-             !o.causal                          ? "no mask"
-             : o.align == CausalAlign::top_left ? "causal (top-left)"
-                                                : "causal (bottom-right)",
-             p.params.scale_for(p.Q.cols()));
-  fmt::print("  {:<4} {:<22} {:<6} {:>9}  {:<12} {:>9}  {}\n", "", "file", "judged", "max err",
-             "worst at", "bound", "verdict");
+  Recording rec(TraceFiles{}, "flashdemo check");
+  ui::heading(ui::tr(Msg::check_title), ui::tr(Msg::check_rule));
+  ui::say(Msg::check_problem, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
+          ui::tr(!o.causal                          ? Msg::check_no_mask
+                 : o.align == CausalAlign::top_left ? Msg::check_causal_tl
+                                                    : Msg::check_causal_br),
+          p.params.scale_for(p.Q.cols()));
+  ui::result_raw(fmt::format(fmt::runtime(kRow), "", ui::tr(Msg::check_col_file),
+                             ui::tr(Msg::check_col_judged), ui::tr(Msg::check_col_err),
+                             ui::tr(Msg::check_col_where), ui::tr(Msg::check_col_bound),
+                             ui::tr(Msg::check_col_verdict)));
   int passed = 0, graded = 0;
   for (int k = 0; k < 5; ++k) {
     if (o.files[k].empty()) continue;
     const Precision prec = judged_in(o.judge, o.files[k]);
-    Mat<double> X = load(o.files[k], false);
-    const Grade g = grader.grade(ArrayKind(k), X, prec);
+    const Grade g = grader.grade(ArrayKind(k), load(o.files[k], false), prec);
     print_grade(k, o.files[k], prec, g);
+    rec.emit(grade_event(k, o.files[k], prec, g));
     passed += g.pass, ++graded;
   }
-  fmt::print("\n  {} of {} arrays pass.\n", passed, graded);
+  ui::result(Msg::check_summary, passed, graded);
+  rec.emit({{"event", "result"}, {"subcommand", "check"}, {"passed", passed}, {"graded", graded}});
+  rec.finish();
   return passed == graded ? kOk : kCheckFailed;
 }
 
@@ -157,36 +179,36 @@ int run_check(const CheckOptions& o) {
 
 void setup_check(CLI::App& app) {
   auto o = std::make_shared<CheckOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "check", "Grade your O, L, dQ, dK, dV (.npy) against the reference, with hints");
-  sub->add_option("--q", o->q, "Q (.npy, n x d)")->required();
-  sub->add_option("--k", o->k, "K (.npy, m x d)")->required();
-  sub->add_option("--v", o->v, "V (.npy, m x d)")->required();
-  auto* dO = sub->add_option("--do", o->dO, "dO (.npy, n x d): the upstream gradient you used");
-  const char* help[] = {"Your O (n x d)", "Your L, the logsumexp of each row (n)", "Your dQ",
-                        "Your dK", "Your dV"};
+  CLI::App* sub = app.add_subcommand("check", ui::tr(Msg::check_help));
+  sub->add_option("--q", o->q, ui::tr(Msg::check_opt_q))->required();
+  sub->add_option("--k", o->k, ui::tr(Msg::check_opt_k))->required();
+  sub->add_option("--v", o->v, ui::tr(Msg::check_opt_v))->required();
+  auto* dO = sub->add_option("--do", o->dO, ui::tr(Msg::check_opt_do));
+  const Msg help[] = {Msg::check_opt_o, Msg::check_opt_lse, Msg::check_opt_dq, Msg::check_opt_dk,
+                      Msg::check_opt_dv};
   const char* flags[] = {"--o", "--lse", "--dq", "--dk", "--dv"};
   for (int k = 0; k < 5; ++k) {
-    auto* opt = sub->add_option(flags[k], o->files[k], help[k]);
+    auto* opt = sub->add_option(flags[k], o->files[k], ui::tr(help[k]));
     if (k >= 2) opt->needs(dO);
   }
-  sub->add_flag("--causal", o->causal, "The mask you used was causal");
+  sub->add_flag("--causal", o->causal, ui::tr(Msg::check_opt_causal));
   add_align(sub, o->align);
-  add_finite(sub, "--scale", o->scale, "The softmax scale you used [1/sqrt(d)]");
+  add_finite(sub, "--scale", o->scale, ui::tr(Msg::check_opt_scale));
   add_choice<Judge>(sub, "--precision", o->judge,
                     {{"auto", Judge::auto_},
                      {"fp64", Judge::fp64},
                      {"fp32", Judge::fp32},
                      {"bf16", Judge::bf16},
                      {"fp16", Judge::fp16}},
-                    "Judge in this precision (auto: float32 files as fp32, float64 as fp64)")
+                    ui::tr(Msg::check_opt_precision))
       ->default_str("auto");
+  sub->footer(ui::tr(Msg::check_examples));
   sub->callback([o] {
     bool any = false;
     for (const std::string& f : o->files) any = any || !f.empty();
-    if (!any) throw Error(kUsage, "give at least one array to grade: --o, --lse, --dq, --dk, --dv");
+    if (!any) throw Error(kUsage, ui::tr(Msg::check_need_array));
     const int code = run_check(*o);
-    if (code != kOk) throw Error(code, "some arrays failed their grade (see above)");
+    if (code != kOk) throw Error(code, ui::tr(Msg::check_failed));
   });
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "flashdemo/random.hpp"
+#include "ui/i18n.hpp"
 
 namespace fd::demos {
 namespace {
@@ -44,9 +45,9 @@ CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
                        const std::string& help, index_t max_value) {
   auto check = [max_value](const std::string& s) -> std::string {
     const auto v = parse_integer(s);
-    if (!v) return fmt::format("expected a whole number, got '{}'", s);
-    if (*v < 1) return fmt::format("must be at least 1, got {}", *v);
-    if (*v > max_value) return fmt::format("must be at most {}, got {}", max_value, *v);
+    if (!v) return ui::tr(ui::Msg::err_whole_number, s);
+    if (*v < 1) return ui::tr(ui::Msg::err_at_least_1, *v);
+    if (*v > max_value) return ui::tr(ui::Msg::err_at_most, max_value, *v);
     return "";
   };
   return app->add_option(name, value, help)
@@ -58,7 +59,7 @@ CLI::Option* add_row(CLI::App* app, const std::string& name, index_t& value,
                      const std::string& help) {
   auto check = [](const std::string& s) -> std::string {
     const auto v = parse_integer(s);
-    if (!v || *v < 0) return fmt::format("expected a row number (0, 1, ...), got '{}'", s);
+    if (!v || *v < 0) return ui::tr(ui::Msg::err_row, s);
     return "";
   };
   return app->add_option(name, value, help)->check(CLI::Validator(check, "ROW", ""));
@@ -67,11 +68,10 @@ CLI::Option* add_row(CLI::App* app, const std::string& name, index_t& value,
 CLI::Option* add_seed(CLI::App* app, std::uint32_t& seed) {
   auto check = [](const std::string& s) -> std::string {
     const auto v = parse_integer(s);
-    if (!v || *v < 0 || *v > 4294967295LL)
-      return fmt::format("must be a whole number from 0 to 4294967295, got '{}'", s);
+    if (!v || *v < 0 || *v > 4294967295LL) return ui::tr(ui::Msg::err_seed, s);
     return "";
   };
-  return app->add_option("--seed", seed, "Random seed, as torch.manual_seed")
+  return app->add_option("--seed", seed, ui::tr(ui::Msg::opt_seed))
       ->check(CLI::Validator(check, "SEED", ""))
       ->capture_default_str();
 }
@@ -81,8 +81,8 @@ CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<do
   auto check = [](const std::string& s) -> std::string {
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0') return fmt::format("expected a number, got '{}'", s);
-    if (!std::isfinite(v)) return fmt::format("must be a finite number, got '{}'", s);
+    if (s.empty() || *end != '\0') return ui::tr(ui::Msg::err_number, s);
+    if (!std::isfinite(v)) return ui::tr(ui::Msg::err_finite, s);
     return "";
   };
   return app->add_option(name, value, help)->check(CLI::Validator(check, "NUMBER", ""));
@@ -94,7 +94,7 @@ CLI::Option* add_dtype(CLI::App* app, DType& value) {
                             {"fp32", DType::fp32},
                             {"f64", DType::fp64},
                             {"f32", DType::fp32}},
-                           "Element type: fp64 or fp32 (f64, f32 accepted)")
+                           ui::tr(ui::Msg::opt_dtype))
       ->default_str("fp64");
 }
 
@@ -102,8 +102,7 @@ CLI::Option* add_align(CLI::App* app, CausalAlign& value) {
   return add_choice<CausalAlign>(
              app, "--causal-align", value,
              {{"top-left", CausalAlign::top_left}, {"bottom-right", CausalAlign::bottom_right}},
-             "Causal diagonal when n != m: top-left (PyTorch is_causal) or bottom-right "
-             "(FlashAttention-2)")
+             ui::tr(ui::Msg::opt_align))
       ->default_str("top-left");
 }
 
@@ -117,9 +116,8 @@ std::string format_bytes(double bytes) {
 void ensure_fits(double bytes, const std::string& what) {
   const double available = available_memory_bytes();
   if (bytes > 0.8 * available)
-    throw Error(kTooLarge, fmt::format("{} needs {} but only {} of memory is available; choose "
-                                       "smaller sizes",
-                                       what, format_bytes(bytes), format_bytes(available)));
+    throw Error(kTooLarge,
+                ui::tr(ui::Msg::err_memory, what, format_bytes(bytes), format_bytes(available)));
 }
 
 template <class T>

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "flashdemo/attention.hpp"
+#include "ui/i18n.hpp"
 
 namespace fd::demos {
 
@@ -18,6 +19,7 @@ enum ExitCode : int {
   kTooLarge = 3,     // the run would not fit in memory
   kFile = 4,         // an input file is missing or malformed, or an output cannot be written
   kCheckFailed = 1,  // `check`: at least one array failed its grade
+  kInternal = 70,    // a bug in flashdemo (please report it)
 };
 
 // A failure the user caused and can fix: printed as one line, no stack trace.
@@ -27,6 +29,16 @@ struct Error : std::runtime_error {
 };
 
 enum class DType { fp32, fp64 };
+
+// Which parts of a subcommand's output to print: all of them from the command line; the
+// walkthrough picks a few per screen.
+struct Parts {
+  bool heading = true;  // title and source line
+  bool problem = true;  // sizes, mask, inputs
+  bool map = true;      // the tile map
+  bool results = true;  // errors against the reference
+  bool extra = true;    // softmax: merge; backward: finite differences; memory: ledger
+};
 const char* dtype_name(DType t);
 
 // Options whose values are checked at parse time, with the problem named in the message.
@@ -57,7 +69,7 @@ CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value,
       name, [&value, find](const std::string& s) { value = *find(s); }, help);
   opt->check(CLI::Validator(
       [find, names](const std::string& s) -> std::string {
-        return find(s) ? "" : "'" + s + "' is not one of " + names;
+        return find(s) ? "" : ui::tr(ui::Msg::err_choice, s, names);
       },
       "{" + names + "}", ""));
   return opt;

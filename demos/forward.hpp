@@ -3,6 +3,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attention_cli.hpp"
+
 namespace fd::demos {
 void setup_forward(CLI::App& app);
-}
+void run_forward(AttentionOptions& o);
+}  // namespace fd::demos

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ui/output.hpp"
+
 namespace fd::ui {
 
 std::string fixed(double v, int decimals) {
@@ -14,24 +16,40 @@ std::string fixed(double v, int decimals) {
   return fmt::format("{:.{}f}", v, decimals);
 }
 
+std::size_t display_width(const std::string& text) {
+  return fmt::detail::compute_width(fmt::string_view(text));
+}
+
 void wrap(const std::string& text, std::size_t width, const std::string& first,
           const std::string& rest) {
-  std::string line = first;
-  std::size_t start = 0;
-  bool empty = true;
-  while (start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (!empty && line.size() + 1 + word.size() > width) {
-      fmt::print("{}\n", line);
-      line = rest, empty = true;
+  // Units: an ASCII word, or one multi-byte character (Chinese breaks between characters).
+  std::string out, line = first;
+  bool line_empty = true;
+  std::size_t k = 0;
+  while (k < text.size()) {
+    const bool space_before = text[k] == ' ';
+    while (k < text.size() && text[k] == ' ') ++k;
+    if (k >= text.size()) break;
+    std::size_t end = k;
+    if (static_cast<unsigned char>(text[k]) < 0x80) {
+      while (end < text.size() && text[end] != ' ' && static_cast<unsigned char>(text[end]) < 0x80)
+        ++end;
+    } else {
+      ++end;
+      while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
     }
-    line += (empty ? "" : " ") + word;
-    empty = false;
-    start = end + 1;
+    const std::string unit = text.substr(k, end - k);
+    const std::string sep = line_empty || !space_before ? "" : " ";
+    if (!line_empty && display_width(line) + sep.size() + display_width(unit) > width) {
+      out += line + "\n";
+      line = rest + unit;
+    } else {
+      line += sep + unit;
+    }
+    line_empty = false;
+    k = end;
   }
-  fmt::print("{}\n", line);
+  say_raw(out + line + "\n");
 }
 
 std::string sci(double v) {
@@ -70,12 +88,11 @@ std::string grouped(double v) {
 }
 
 void heading(const std::string& title, const std::string& source) {
-  fmt::print("\n{}\n", title);
-  fmt::print("{}\n", source);
+  say_raw(fmt::format("\n{}\n{}\n", paint(title, Paint::heading), paint(source, Paint::dim)));
 }
 
 void section(const std::string& title) {
-  fmt::print("\n{}\n", title);
+  say_raw(fmt::format("\n{}\n", paint(title, Paint::heading)));
 }
 
 }  // namespace fd::ui

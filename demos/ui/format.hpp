@@ -13,6 +13,8 @@ std::string fixed(double v, int decimals);
 // Prints text wrapped to width columns: the first line starts with `first`, the others `rest`.
 void wrap(const std::string& text, std::size_t width, const std::string& first,
           const std::string& rest);
+// Terminal columns of UTF-8 text (a CJK character counts two).
+std::size_t display_width(const std::string& text);
 // An error size such as 5.0e-16 (0 prints as 0).
 std::string sci(double v);
 // [a, b, c] with `decimals` places, cut with "…" to fit max_width columns.

@@ -1,4 +1,4 @@
-// text_trace.cpp — prints trace events as aligned text lines.
+// text_trace.cpp — prints trace events as aligned text lines (words from the catalog).
 #include "ui/text_trace.hpp"
 
 #include <fmt/core.h>
@@ -7,18 +7,19 @@
 #include <cmath>
 
 #include "ui/format.hpp"
+#include "ui/output.hpp"
 
 namespace fd::ui {
 namespace {
 
-const char* kind_name(TileKind kind) {
+std::string kind_name(TileKind kind) {
   switch (kind) {
     case TileKind::full:
-      return "full";
+      return tr(Msg::kind_full);
     case TileKind::partial:
-      return "partial";
+      return tr(Msg::kind_partial);
     case TileKind::skipped:
-      return "skipped";
+      return tr(Msg::kind_skipped);
   }
   return "?";
 }
@@ -30,7 +31,7 @@ std::string strongest_rescale(const TileEvent& e) {
     if (std::isinf(e.m_old[r])) continue;
     if (worst < 0 || e.alpha[r] < e.alpha[std::size_t(worst)]) worst = index_t(r);
   }
-  if (worst < 0) return "0 (first)";
+  if (worst < 0) return tr(Msg::alpha_first);
   if (e.alpha[std::size_t(worst)] == 1.0) return "1";
   return fmt::format("{:.3f} q{}", e.alpha[std::size_t(worst)], e.rows.begin + worst);
 }
@@ -41,40 +42,57 @@ index_t rows_with_new_max(const TileEvent& e) {
   return count;
 }
 
+// Pads to width first, then colours: escape codes must not count as columns.
+std::string cell(const std::string& text, std::size_t width, bool changed, bool left = true) {
+  const std::string padded =
+      left ? fmt::format("{:<{}}", text, width) : fmt::format("{:>{}}", text, width);
+  return changed ? paint(padded, Paint::changed) : padded;
+}
+
+std::string tile_name(index_t i, index_t j) {
+  return fmt::format("({},{})", i, j);
+}
+
 }  // namespace
 
 void SoftmaxTable::print_header() const {
-  fmt::print("  {:<5}  {:<26}  {:>8} → {:<7}  {:<24}  {}\n", "block", "values", "m before", "after",
-             "rescale exp(m_old-m_new)", "l after");
+  say_raw(fmt::format("  {:<5}  {:<26}  {:>8} → {:<7}  {:<24}  {}\n", tr(Msg::col_block),
+                      tr(Msg::col_values), tr(Msg::col_m_before), tr(Msg::col_after),
+                      tr(Msg::col_rescale), tr(Msg::col_l_after)));
 }
 
 void SoftmaxTable::on(const SoftmaxBlockEvent& e) {
   const std::vector<double> values(x_.begin() + e.range.begin, x_.begin() + e.range.end);
   const std::string alpha =
-      std::isinf(e.m_old) ? "0 (nothing summed yet)" : fmt::format("{:.4f}", e.alpha);
-  fmt::print("  {:<5}  {:<26}  {:>8} → {:<7}  {:<24}  {:.4f}\n", e.block, list(values, 2, 26),
-             fixed(e.m_old, 3), fixed(e.m_new, 3), alpha, e.l);
+      std::isinf(e.m_old) ? tr(Msg::nothing_summed) : fmt::format("{:.4f}", e.alpha);
+  say_raw(fmt::format("  {:<5}  {:<26}  {:>8} → {}  {:<24}  {:.4f}\n", e.block, list(values, 2, 26),
+                      fixed(e.m_old, 3), cell(fixed(e.m_new, 3), 7, e.m_new != e.m_old), alpha,
+                      e.l));
 }
 
 void ForwardTrace::print_header() const {
   if (level_ < TraceLevel::tiles) return;
-  fmt::print("  {:<7} {:<7} {:<7} {:<7} {:>16} → {:<16} {:>7}  {:<11} {}\n", "tile", "rows", "keys",
-             "kind", "m before", "m after", "new max", "min alpha", "l after");
+  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7} {:>16} → {:<16} {:>7}  {:<11} {}\n",
+                      tr(Msg::col_tile), tr(Msg::col_rows), tr(Msg::col_keys), tr(Msg::col_kind),
+                      tr(Msg::col_m_before), tr(Msg::col_m_after), tr(Msg::col_new_max),
+                      tr(Msg::col_min_alpha), tr(Msg::col_l_after)));
 }
 
 void ForwardTrace::on(const TileEvent& e) {
   if (level_ < TraceLevel::tiles) return;
   flush_skipped();
-  fmt::print("  {:<7} {:<7} {:<7} {:<7} {:>16} → {:<16} {:>7}  {:<11} {}\n",
-             fmt::format("({},{})", e.i, e.j), range(e.rows), range(e.cols), kind_name(e.kind),
-             span(e.m_old, 3), span(e.m_new, 3),
-             fmt::format("{}/{}", rows_with_new_max(e), e.m_old.size()), strongest_rescale(e),
-             span(e.l, 3));
+  const index_t grew = rows_with_new_max(e);
+  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7} {:>16} → {} {}  {:<11} {}\n", tile_name(e.i, e.j),
+                      range(e.rows), range(e.cols), kind_name(e.kind), span(e.m_old, 3),
+                      cell(span(e.m_new, 3), 16, grew > 0),
+                      cell(fmt::format("{}/{}", grew, e.m_old.size()), 7, grew > 0, false),
+                      strongest_rescale(e), span(e.l, 3)));
   if (level_ < TraceLevel::rows) return;
   for (std::size_t r = 0; r < e.m_old.size(); ++r) {
-    fmt::print("      q {:>4}:  m {:>8} → {:<8}  alpha = {:<8}  l = {}\n",
-               e.rows.begin + index_t(r), fixed(e.m_old[r], 4), fixed(e.m_new[r], 4),
-               std::isinf(e.m_old[r]) ? "0" : fixed(e.alpha[r], 4), fixed(e.l[r], 4));
+    const bool grew_row = e.m_new[r] > e.m_old[r];
+    say_raw(fmt::format(fmt::runtime(text(Msg::row_state)), e.rows.begin + index_t(r),
+                        fixed(e.m_old[r], 4), cell(fixed(e.m_new[r], 4), 8, grew_row),
+                        std::isinf(e.m_old[r]) ? "0" : fixed(e.alpha[r], 4), fixed(e.l[r], 4)));
   }
 }
 
@@ -94,30 +112,32 @@ void ForwardTrace::flush_skipped() {
   if (!skipped_) return;
   const TileSkippedEvent& e = *skipped_;
   const std::string tiles = skipped_count_ == 1
-                                ? fmt::format("({},{})", e.i, e.j)
+                                ? tile_name(e.i, e.j)
                                 : fmt::format("({},{}..{})", e.i, e.j, e.j + skipped_count_ - 1);
-  fmt::print("  {:<7} {:<7} {:<7} {:<7} {} wholly in the masked future: not computed\n", tiles,
-             range(e.rows), range(e.cols), "skipped",
-             skipped_count_ == 1 ? "1 tile" : fmt::format("{} tiles", skipped_count_));
+  const std::string count =
+      skipped_count_ == 1 ? tr(Msg::one_tile) : tr(Msg::n_tiles, skipped_count_);
+  say_raw(paint(fmt::format("  {:<7} {:<7} {:<7} {:<7} {}", tiles, range(e.rows), range(e.cols),
+                            kind_name(TileKind::skipped), tr(Msg::skipped_tiles, count)),
+                Paint::dim) +
+          "\n");
   skipped_.reset();
 }
 
 void ForwardTrace::on(const RowsFinalEvent& e) {
   if (level_ < TraceLevel::tiles) return;
   flush_skipped();
-  fmt::print("  → query tile {} done: O_{} = O_{} / l, L = m + log(l) in {}\n", e.i, e.i, e.i,
-             span(e.L, 4));
+  say_raw(tr(Msg::query_tile_done, e.i, e.i, e.i, span(e.L, 4)));
   if (level_ < TraceLevel::rows) return;
-  for (std::size_t r = 0; r < e.L.size(); ++r) {
-    fmt::print("      q {:>4}:  L = {} + log({}) = {}\n", e.rows.begin + index_t(r),
-               fixed(e.m[r], 4), fixed(e.l[r], 4), fixed(e.L[r], 4));
-  }
+  for (std::size_t r = 0; r < e.L.size(); ++r)
+    say_raw(tr(Msg::row_final, e.rows.begin + index_t(r), fixed(e.m[r], 4), fixed(e.l[r], 4),
+               fixed(e.L[r], 4)));
 }
 
 void BackwardTrace::print_header() const {
   if (level_ < TraceLevel::tiles) return;
-  fmt::print("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", "tile", "rows", "keys", "kind",
-             "P = exp(S - L)", "D used", "dS = P (dP - D)");
+  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", tr(Msg::col_tile),
+                      tr(Msg::col_rows), tr(Msg::col_keys), tr(Msg::col_kind), tr(Msg::col_p),
+                      tr(Msg::col_d_used), tr(Msg::col_ds)));
 }
 
 void BackwardTrace::on(const BackwardTileEvent& e) {
@@ -125,20 +145,18 @@ void BackwardTrace::on(const BackwardTileEvent& e) {
   std::vector<double> p_all(e.p_min), ds_all(e.ds_min);
   p_all.insert(p_all.end(), e.p_max.begin(), e.p_max.end());
   ds_all.insert(ds_all.end(), e.ds_max.begin(), e.ds_max.end());
-  fmt::print("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", fmt::format("({},{})", e.i, e.j),
-             range(e.rows), range(e.cols), kind_name(e.kind), span(p_all, 4), span(e.D, 4),
-             span(ds_all, 4));
+  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", tile_name(e.i, e.j),
+                      range(e.rows), range(e.cols), kind_name(e.kind), span(p_all, 4), span(e.D, 4),
+                      span(ds_all, 4)));
   if (level_ < TraceLevel::rows) return;
-  for (std::size_t r = 0; r < e.L.size(); ++r) {
-    fmt::print("      q {:>4}:  L = {:<8}  D = {:<8}  P in {:<18}  dS in {}\n",
-               e.rows.begin + index_t(r), fixed(e.L[r], 4), fixed(e.D[r], 4),
-               span({e.p_min[r], e.p_max[r]}, 4), span({e.ds_min[r], e.ds_max[r]}, 4));
-  }
+  for (std::size_t r = 0; r < e.L.size(); ++r)
+    say_raw(tr(Msg::row_backward, e.rows.begin + index_t(r), fixed(e.L[r], 4), fixed(e.D[r], 4),
+               span({e.p_min[r], e.p_max[r]}, 4), span({e.ds_min[r], e.ds_max[r]}, 4)));
 }
 
 void BackwardTrace::on(const KeysDoneEvent& e) {
   if (level_ < TraceLevel::tiles) return;
-  fmt::print("  → key tile {} done: dK and dV of keys {} are final\n", e.j, range(e.cols));
+  say_raw(tr(Msg::key_tile_done, e.j, range(e.cols)));
 }
 
 }  // namespace fd::ui

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "ui/format.hpp"
+#include "ui/output.hpp"
 
 namespace fd::ui {
 namespace {
@@ -11,47 +12,38 @@ namespace {
 constexpr index_t kMaxDrawnRows = 24;
 constexpr index_t kMaxDrawnCols = 32;
 
-const char* glyph(TileKind kind) {
-  switch (kind) {
-    case TileKind::full:
-      return "█";
-    case TileKind::partial:
-      return "◩";
-    case TileKind::skipped:
-      return "·";
-  }
-  return "?";
+std::string glyph(TileKind kind, bool current) {
+  const char* g = kind == TileKind::full ? "█" : kind == TileKind::partial ? "◩" : "·";
+  if (current) return paint(g, Paint::current);
+  return kind == TileKind::skipped ? paint(g, Paint::dim) : g;
 }
 
-void draw(const Tiling& t, const Mask& mask) {
-  fmt::print("  {:>22}", "key tile j:");
-  for (index_t j = 0; j < t.Tc(); ++j) fmt::print("{:>3}", j);
-  fmt::print("\n");
+void draw(const Tiling& t, const Mask& mask, index_t ci, index_t cj) {
+  std::string out = fmt::format("  {:>22}", tr(Msg::map_key_tile));
+  for (index_t j = 0; j < t.Tc(); ++j) out += fmt::format("{:>3}", j);
+  out += "\n";
   for (index_t i = 0; i < t.Tr(); ++i) {
-    fmt::print("  {:>8} {:>4} {:<8}", i == 0 ? "tile i =" : "", i, "q " + range(t.rows(i)));
-    for (index_t j = 0; j < t.Tc(); ++j) fmt::print("  {}", glyph(t.classify(mask, i, j)));
-    fmt::print("\n");
+    out += fmt::format("  {:>8} {:>4} {:<8}", i == 0 ? tr(Msg::map_tile_i) : "", i,
+                       "q " + range(t.rows(i)));
+    for (index_t j = 0; j < t.Tc(); ++j)
+      out += "  " + glyph(t.classify(mask, i, j), i == ci && j == cj);
+    out += "\n";
   }
+  say_raw(out);
 }
 
 }  // namespace
 
-void print_tile_map(const Tiling& t, const Mask& mask) {
-  fmt::print(
-      "  Tile map: {} query tiles (Br = {}) x {} key tiles (Bc = {})     "
-      "█ full  ◩ partial  · skipped\n",
-      t.Tr(), t.Br, t.Tc(), t.Bc);
+void print_tile_map(const Tiling& t, const Mask& mask, index_t current_i, index_t current_j) {
+  say(Msg::map_title, t.Tr(), t.Br, t.Tc(), t.Bc);
   if (t.Tr() <= kMaxDrawnRows && t.Tc() <= kMaxDrawnCols)
-    draw(t, mask);
+    draw(t, mask, current_i, current_j);
   else
-    fmt::print("  (too many tiles to draw: at most {} x {} are drawn; larger tiles make it fit)\n",
-               kMaxDrawnRows, kMaxDrawnCols);
+    say(Msg::map_too_large, kMaxDrawnRows, kMaxDrawnCols);
   const TileCounts c = count_tiles(t, mask);
-  fmt::print("  tiles computed: {} of {} ({} full, {} partial), skipped: {}\n", c.computed(),
-             c.total, c.full, c.partial, c.skipped);
-  fmt::print("  score entries computed: {} of {} ({:.1f}%), of which {} are unmasked\n",
-             grouped(c.entries_computed), grouped(c.entries_total),
-             100.0 * c.entries_computed / c.entries_total, grouped(c.entries_visible));
+  say(Msg::map_tiles, c.computed(), c.total, c.full, c.partial, c.skipped);
+  say(Msg::map_entries, grouped(c.entries_computed), grouped(c.entries_total),
+      100.0 * c.entries_computed / c.entries_total, grouped(c.entries_visible));
 }
 
 }  // namespace fd::ui

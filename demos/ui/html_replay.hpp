@@ -1,0 +1,25 @@
+// html_replay.hpp — the --html page: one self-contained HTML file (inline CSS and JS, nothing
+// fetched) that replays a run's recorded events: the tile grid, the current tile's Q, K and O
+// blocks, and the state each step changed. The page is demos/ui/replay.html; CMake embeds it as
+// kReplayTemplate. The events are the JSON objects of json_trace.hpp, in order, "problem" first.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace fd::ui {
+
+// The text of demos/ui/replay.html (defined in a file CMake generates from it).
+extern const char kReplayTemplate[];
+
+// The template with the events as a JSON array (each "</" written "<\/" so that no string can
+// close the script) and the title, HTML-escaped. Pure: no files.
+std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events);
+
+// Writes html_replay(title, events) to path through a temporary file renamed into place.
+// Throws std::runtime_error("<path>: cannot write: <reason>") when it cannot.
+void write_html_replay(const std::string& path, const std::string& title,
+                       const std::vector<nlohmann::json>& events);
+
+}  // namespace fd::ui
