@@ -139,9 +139,8 @@ void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
     trace.print_header();
     rec.add_text(&trace);
   }
-  const BackwardResult<T> g =
-      flash_backward(in.Q, in.K, in.V, fwd.O, fwd.L, dO, o.params(), o.tiles(),
-                     o.trace == ui::TraceLevel::none ? nullptr : rec.sink(), o.variant());
+  const BackwardResult<T> g = flash_backward(in.Q, in.K, in.V, fwd.O, fwd.L, dO, o.params(),
+                                             o.tiles(), rec.sink(), o.variant());
   const BackwardResult<double> ref = reference_gradients(in, o, up);
   if (o.mistake != Mistake::none) print_drift(g, ref, o);
   if (o.parts.results) print_results(g, ref, naive_gradients(in, o, up), o);

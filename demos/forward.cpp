@@ -95,8 +95,7 @@ void run_forward_as(const AttentionOptions& o, const LoadedArrays& files) {
     rec.add_text(&trace);
   }
   const ForwardResult<T> out =
-      flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(),
-                    o.trace == ui::TraceLevel::none ? nullptr : rec.sink(), o.variant());
+      flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), rec.sink(), o.variant());
   const auto ref =
       reference_forward<double>(in.Q.template cast<double>(), in.K.template cast<double>(),
                                 in.V.template cast<double>(), o.params());

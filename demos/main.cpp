@@ -18,6 +18,7 @@
 #include "memory.hpp"
 #include "softmax.hpp"
 #include "ui/output.hpp"
+#include "walkthrough.hpp"
 
 namespace {
 
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   fd::demos::setup_backward(app);
   fd::demos::setup_memory(app);
   fd::demos::setup_check(app);
+  fd::demos::setup_walkthrough(app);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

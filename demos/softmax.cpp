@@ -88,24 +88,30 @@ void run_softmax_as(const SoftmaxOptions& o) {
             {"block", o.block},
             {"dtype", dtype_name(o.dtype)}});
   if (o.parts.heading) ui::heading(ui::tr(Msg::softmax_title), ui::tr(Msg::softmax_source));
-  ui::say(Msg::softmax_x, ui::list(widen(x), 2, 80), x.size(), dtype_name(o.dtype));
-  if (!o.input.empty())
-    ui::say(Msg::softmax_read_from, o.input);
-  else if (o.values.empty())
-    ui::say(Msg::softmax_drawn, o.n, o.scale.value_or(5.0), o.seed);
-  ui::section(ui::tr(Msg::softmax_blocks, o.block));
+  if (o.parts.problem) {
+    ui::say(Msg::softmax_x, ui::list(widen(x), 2, 80), x.size(), dtype_name(o.dtype));
+    if (!o.input.empty())
+      ui::say(Msg::softmax_read_from, o.input);
+    else if (o.values.empty())
+      ui::say(Msg::softmax_drawn, o.n, o.scale.value_or(5.0), o.seed);
+  }
   ui::SoftmaxTable table(widen(x));
-  table.print_header();
-  if (!ui::settings().quiet && !ui::settings().json) rec.add_text(&table);
+  if (o.parts.map) {
+    ui::section(ui::tr(Msg::softmax_blocks, o.block));
+    table.print_header();
+    if (!ui::settings().quiet && !ui::settings().json) rec.add_text(&table);
+  }
   const RowState<T> state = online_softmax_stats(x, o.block, rec.sink());
   const std::vector<T> online = softmax_from_state(x, state), exact = softmax_three_pass(x);
   double diff = 0;
   for (std::size_t i = 0; i < x.size(); ++i)
     diff = std::max(diff, std::abs(double(online[i]) - double(exact[i])));
-  ui::section(ui::tr(Msg::softmax_result));
-  ui::result(Msg::softmax_online, state.m, state.l);
-  ui::result(Msg::softmax_diff, ui::sci(diff), dtype_name(o.dtype));
-  ui::result(Msg::softmax_lse, state.finalize(), logsumexp_direct(x));
+  if (o.parts.results) {
+    ui::section(ui::tr(Msg::softmax_result));
+    ui::result(Msg::softmax_online, state.m, state.l);
+    ui::result(Msg::softmax_diff, ui::sci(diff), dtype_name(o.dtype));
+    ui::result(Msg::softmax_lse, state.finalize(), logsumexp_direct(x));
+  }
   if (o.parts.extra) print_merge(x, o.block, state);
   rec.emit({{"event", "result"},
             {"subcommand", "softmax"},

@@ -32,7 +32,8 @@ std::string slurp(const std::string& path) {
 // Runs `flashdemo ARGS` with stdout and stderr captured apart.
 Run run(const std::string& args) {
   const std::string out = "cli_test_stdout.txt", err = "cli_test_stderr.txt";
-  const std::string cmd = std::string("'") + FLASHDEMO_EXE + "' " + args + " >" + out + " 2>" + err;
+  const std::string cmd =
+      std::string("LC_ALL=C LANG=C '") + FLASHDEMO_EXE + "' " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   Run r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -106,7 +107,7 @@ TEST_CASE("forward in fp32 passes the 2x rule; traces print tiles and rows") {
   CHECK(has(f32.out, ": pass"));
   CHECK_FALSE(has(f32.out, "FAIL"));
   const Run tiles = run("forward --causal --trace tiles");
-  CHECK(has(tiles.out, "(0,0)   0-15    0-23    partial"));
+  CHECK(has(tiles.out, "(0,0)  0-15   0-23   partial"));
   CHECK(has(tiles.out, "(0,1..4)"));
   const Run rows =
       run("forward --n 6 --m 9 --d 2 --block-q 4 --block-k 3 --causal "

@@ -72,7 +72,7 @@ void SoftmaxTable::on(const SoftmaxBlockEvent& e) {
 
 void ForwardTrace::print_header() const {
   if (level_ < TraceLevel::tiles) return;
-  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7} {:>16} → {:<16} {:>7}  {:<11} {}\n",
+  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>16} → {:<16} {:>7}  {:<10} {}\n",
                       tr(Msg::col_tile), tr(Msg::col_rows), tr(Msg::col_keys), tr(Msg::col_kind),
                       tr(Msg::col_m_before), tr(Msg::col_m_after), tr(Msg::col_new_max),
                       tr(Msg::col_min_alpha), tr(Msg::col_l_after)));
@@ -82,11 +82,11 @@ void ForwardTrace::on(const TileEvent& e) {
   if (level_ < TraceLevel::tiles) return;
   flush_skipped();
   const index_t grew = rows_with_new_max(e);
-  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7} {:>16} → {} {}  {:<11} {}\n", tile_name(e.i, e.j),
+  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>16} → {} {}  {:<10} {}\n", tile_name(e.i, e.j),
                       range(e.rows), range(e.cols), kind_name(e.kind), span(e.m_old, 3),
                       cell(span(e.m_new, 3), 16, grew > 0),
                       cell(fmt::format("{}/{}", grew, e.m_old.size()), 7, grew > 0, false),
-                      strongest_rescale(e), span(e.l, 3)));
+                      strongest_rescale(e), span(e.l, 2)));
   if (level_ < TraceLevel::rows) return;
   for (std::size_t r = 0; r < e.m_old.size(); ++r) {
     const bool grew_row = e.m_new[r] > e.m_old[r];
@@ -116,7 +116,7 @@ void ForwardTrace::flush_skipped() {
                                 : fmt::format("({},{}..{})", e.i, e.j, e.j + skipped_count_ - 1);
   const std::string count =
       skipped_count_ == 1 ? tr(Msg::one_tile) : tr(Msg::n_tiles, skipped_count_);
-  say_raw(paint(fmt::format("  {:<7} {:<7} {:<7} {:<7} {}", tiles, range(e.rows), range(e.cols),
+  say_raw(paint(fmt::format("  {:<6} {:<6} {:<6} {:<7} {}", tiles, range(e.rows), range(e.cols),
                             kind_name(TileKind::skipped), tr(Msg::skipped_tiles, count)),
                 Paint::dim) +
           "\n");

@@ -101,11 +101,12 @@ FD_HOST_DEVICE void backward_row(const BackwardRow<T>& row, const T* K, const T*
                                  T* p, T* ds, T* dq_row, T* dK, T* dV) {
   score_row(row.q_row, K, ld, k0, cols, d, scale, mask, row.q, p);  // S row (masked: -inf)
   for (index_t c = 0; c < cols; ++c) {
-    p[c] = recompute_p(p[c], row.L);  // P = exp(S - L)
+    const T pc = recompute_p(p[c], row.L);  // P = exp(S - L)
     const T* v_row = V + (k0 + c) * ld;
     T dp = T(0);
     for (index_t x = 0; x < d; ++x) dp += row.do_row[x] * v_row[x];  // dP = dO V^T
-    ds[c] = softmax_grad(p[c], dp, row.D);                           // dS = P (dP - D)
+    ds[c] = round_to(row.p_in, softmax_grad(pc, dp, row.D));         // dS = P (dP - D)
+    p[c] = round_to(row.p_in, pc);  // P and dS enter the matmuls in precision p_in
     T* dv_row = dV + (k0 + c) * ld;
     T* dk_row = dK + (k0 + c) * ld;
     const T* k_row = K + (k0 + c) * ld;

@@ -1,0 +1,223 @@
+// walkthrough.cpp — `flashdemo walkthrough`: the lecture as a sequence of screens. Each screen is
+// a few sentences saying what is about to happen, the flashdemo command that shows it, and that
+// command's output at sizes where every number fits: at most 100 columns and about 30 rows.
+// On a terminal it waits for Enter between screens (b: back one, q: quit).
+#include "walkthrough.hpp"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "backward.hpp"
+#include "forward.hpp"
+#include "memory.hpp"
+#include "softmax.hpp"
+#include "ui/output.hpp"
+
+namespace fd::demos {
+namespace {
+
+using ui::Msg;
+
+enum class Section { softmax, forward, backward, memory };
+
+struct Step {
+  Section section;
+  Msg narration;
+  std::string command;  // what a student types to see the same thing
+  std::function<void()> run;
+};
+
+struct WalkOptions {
+  bool no_pause = false;
+  std::optional<Section> section;
+};
+
+Parts only(bool problem, bool map, bool results, bool extra) {
+  return Parts{false, problem, map, results, extra};
+}
+
+// The tiny problem most forward and backward screens use.
+AttentionOptions tiny(index_t n, index_t m, index_t d, index_t Br, index_t Bc) {
+  AttentionOptions o;
+  o.n = n, o.m = m, o.d = d, o.Br = Br, o.Bc = Bc;
+  return o;
+}
+
+std::vector<Step> softmax_steps() {
+  return {
+      {Section::softmax, Msg::walk_softmax_1, "flashdemo softmax --n 8 --block 3",
+       [] {
+         SoftmaxOptions o;
+         o.n = 8, o.parts = only(true, true, true, false);
+         run_softmax(o);
+       }},
+      {Section::softmax, Msg::walk_softmax_2, "flashdemo softmax --n 8 --block 3",
+       [] {
+         SoftmaxOptions o;
+         o.n = 8, o.parts = only(true, false, false, true);
+         run_softmax(o);
+       }},
+  };
+}
+
+std::vector<Step> forward_steps() {
+  return {
+      {Section::forward, Msg::walk_forward_1,
+       "flashdemo forward --n 8 --d 4 --block-q 4 --block-k 4",
+       [] {
+         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         o.parts = only(true, true, true, false);
+         run_forward(o);
+       }},
+      {Section::forward, Msg::walk_forward_2,
+       "flashdemo forward --n 4 --m 6 --d 2 --block-q 4 --block-k 3 --trace rows",
+       [] {
+         AttentionOptions o = tiny(4, 6, 2, 4, 3);
+         o.trace = ui::TraceLevel::rows, o.parts = only(false, false, true, false);
+         run_forward(o);
+       }},
+      {Section::forward, Msg::walk_forward_3,
+       "flashdemo forward --n 8 --d 4 --block-q 2 --block-k 2 --causal",
+       [] {
+         AttentionOptions o = tiny(8, 0, 4, 2, 2);
+         o.causal = true, o.parts = only(false, true, true, false);
+         run_forward(o);
+       }},
+      {Section::forward, Msg::walk_forward_4,
+       "flashdemo forward --n 8 --d 4 --block-q 4 --block-k 4 --causal --trace tiles",
+       [] {
+         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         o.causal = true, o.trace = ui::TraceLevel::tiles;
+         o.parts = only(false, false, true, false);
+         run_forward(o);
+       }},
+  };
+}
+
+std::vector<Step> backward_steps() {
+  return {
+      {Section::backward, Msg::walk_backward_1,
+       "flashdemo backward --n 8 --d 4 --block-q 4 --block-k 4",
+       [] {
+         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         o.parts = only(true, false, true, false);
+         run_backward(o);
+       }},
+      {Section::backward, Msg::walk_backward_2,
+       "flashdemo backward --n 8 --d 4 --block-q 4 --block-k 4 --causal --trace tiles",
+       [] {
+         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         o.causal = true, o.trace = ui::TraceLevel::tiles;
+         o.parts = only(false, false, false, false);
+         run_backward(o);
+       }},
+      {Section::backward, Msg::walk_backward_3,
+       "flashdemo backward --n 8 --d 4 --block-q 4 --block-k 4",
+       [] {
+         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         o.trace = ui::TraceLevel::none, o.parts = only(false, false, false, true);
+         run_backward(o);
+       }},
+  };
+}
+
+std::vector<Step> memory_steps() {
+  return {
+      {Section::memory, Msg::walk_memory_1, "flashdemo memory",
+       [] {
+         MemoryOptions o;
+         o.parts = only(false, false, true, false);
+         run_memory(o);
+       }},
+      {Section::memory, Msg::walk_memory_2, "flashdemo memory --n 4096,65536",
+       [] {
+         MemoryOptions o;
+         o.n_list = "4096,65536", o.parts = only(false, false, false, true);
+         run_memory(o);
+       }},
+  };
+}
+
+std::vector<Step> all_steps() {
+  std::vector<Step> steps;
+  for (auto part : {softmax_steps(), forward_steps(), backward_steps(), memory_steps()})
+    steps.insert(steps.end(), part.begin(), part.end());
+  return steps;
+}
+
+const char* section_name(Section s) {
+  switch (s) {
+    case Section::softmax:
+      return ui::text(Msg::walk_section_softmax);
+    case Section::forward:
+      return ui::text(Msg::walk_section_forward);
+    case Section::backward:
+      return ui::text(Msg::walk_section_backward);
+    case Section::memory:
+      return ui::text(Msg::walk_section_memory);
+  }
+  return "";
+}
+
+void show(const Step& step, std::size_t k, std::size_t total, bool clear) {
+  if (clear) fmt::print("\033[2J\033[H");
+  const std::string title = ui::tr(Msg::walk_step, k + 1, total, section_name(step.section));
+  ui::say_raw("\n" + ui::paint(fmt::format("{:─<98}", title), ui::Paint::heading) + "\n");
+  ui::say(step.narration);
+  ui::say_raw("\n  " + ui::paint("$ " + step.command, ui::Paint::emphasis) + "\n");
+  step.run();
+  std::fflush(stdout);
+}
+
+// 'n' next, 'b' back, 'q' quit; end of input quits.
+char ask() {
+  fmt::print("{}", ui::text(Msg::walk_prompt));
+  std::fflush(stdout);
+  std::string line;
+  if (!std::getline(std::cin, line)) return 'q';
+  return line.empty() ? 'n' : char(std::tolower(static_cast<unsigned char>(line[0])));
+}
+
+void run_walkthrough(const WalkOptions& o) {
+  const std::vector<Step> steps = all_steps();
+  const bool pause = !o.no_pause && isatty(STDIN_FILENO) == 1 && !ui::settings().json;
+  std::size_t k = 0;
+  while (o.section && k < steps.size() && steps[k].section != *o.section) ++k;
+  while (k < steps.size()) {
+    show(steps[k], k, steps.size(), pause && isatty(STDOUT_FILENO) == 1);
+    if (!pause) {
+      ++k;
+      continue;
+    }
+    const char c = ask();
+    if (c == 'q') return;
+    if (c == 'b')
+      k = k > 0 ? k - 1 : 0;
+    else
+      ++k;
+  }
+  ui::say(Msg::walk_done);
+}
+
+}  // namespace
+
+void setup_walkthrough(CLI::App& app) {
+  auto o = std::make_shared<WalkOptions>();
+  CLI::App* sub = app.add_subcommand("walkthrough", ui::tr(Msg::walk_help));
+  sub->add_flag("--no-pause", o->no_pause, ui::tr(Msg::walk_opt_no_pause));
+  add_choice<std::optional<Section>>(sub, "--section", o->section,
+                                     {{"softmax", Section::softmax},
+                                      {"forward", Section::forward},
+                                      {"backward", Section::backward},
+                                      {"memory", Section::memory}},
+                                     ui::tr(Msg::walk_opt_section));
+  sub->footer(ui::tr(Msg::walk_examples));
+  sub->callback([o] { run_walkthrough(*o); });
+}
+
+}  // namespace fd::demos
