@@ -12,6 +12,7 @@
 
 #include "backward.hpp"
 #include "check.hpp"
+#include "cli_tools.hpp"
 #include "common.hpp"
 #include "flashdemo/npy.hpp"
 #include "forward.hpp"
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
   fd::demos::setup_memory(app);
   fd::demos::setup_check(app);
   fd::demos::setup_walkthrough(app);
+  fd::demos::setup_completion(app);
+  fd::demos::setup_manpage(app);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "flashdemo/npy.hpp"
 #include "flashdemo/random.hpp"
 
@@ -390,6 +392,160 @@ TEST_CASE("bad files and outputs: one line, exit 4 (file) or 2 (usage), nothing 
     CHECK(has(r.err, b.names));
   }
   CHECK_FALSE(std::ifstream("/nonexistent-dir/o.npy").good());
+}
+
+// Every line of a --json run parsed; fails the test on a line that is not a JSON object.
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> objects;
+  for (const auto& line : lines(out)) {
+    INFO("line: " << line);
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    REQUIRE_FALSE(j.is_discarded());
+    REQUIRE(j.is_object());
+    REQUIRE(j.contains("event"));
+    objects.push_back(j);
+  }
+  return objects;
+}
+
+std::size_t count_events(const std::vector<nlohmann::json>& objects, const std::string& event) {
+  std::size_t n = 0;
+  for (const auto& j : objects) n += j["event"] == event;
+  return n;
+}
+
+TEST_CASE("--json on every subcommand prints JSON Lines only") {
+  write_inputs(12, 12, 3);
+  const char* commands[] = {"softmax",
+                            "forward --causal",
+                            "backward --causal",
+                            "memory",
+                            "check --q in_q.npy --k in_k.npy --v in_v.npy --o in_q.npy",
+                            "walkthrough --section memory"};
+  for (const char* cmd : commands) {
+    const Run r = run(std::string(cmd) + " --json");
+    INFO("command: " << cmd << " stderr: " << r.err);
+    CHECK((r.code == 0 || r.code == 1));
+    CHECK_FALSE(json_lines(r.out).empty());
+  }
+  const auto fwd = json_lines(run("forward --causal --json").out);
+  REQUIRE(fwd.front()["event"] == "problem");
+  CHECK(fwd.front()["Tr"] == 7);
+  CHECK(count_events(fwd, "tile") == 21);  // the computed tiles of the lecture's causal run
+  CHECK(count_events(fwd, "tile_skipped") == 14);
+  CHECK(count_events(fwd, "rows_final") == 7);
+  CHECK(fwd.back()["event"] == "result");
+  CHECK(fwd.back()["err_O"].get<double>() < 1e-14);
+  const auto soft = json_lines(run("softmax --json").out);
+  CHECK(count_events(soft, "softmax_block") == 4);
+  CHECK(soft.back()["l"].get<double>() == doctest::Approx(1.0410).epsilon(1e-4));
+  const auto tl =
+      json_lines(run("forward --n 5 --m 2 --causal --causal-align bottom-right --json").out);
+  CHECK(tl.front()["grid"].is_array());
+  bool minus_inf = false;  // fully masked rows: L = -inf travels as a string
+  for (const auto& j : tl)
+    if (j["event"] == "rows_final") minus_inf = minus_inf || j["L"][0] == "-inf";
+  CHECK(minus_inf);
+}
+
+TEST_CASE("--trace-json writes the events to a file while the terminal shows text") {
+  std::remove("trace.jsonl");
+  const Run r = run("forward --causal --trace-json trace.jsonl");
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "Tile map"));
+  std::ifstream f("trace.jsonl");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const auto events = json_lines(ss.str());
+  CHECK(count_events(events, "tile") == 21);
+}
+
+TEST_CASE("--quiet prints only the results; --color always colours, never and pipes do not") {
+  const Run q = run("forward --causal --quiet");
+  REQUIRE(q.code == 0);
+  CHECK_FALSE(has(q.out, "Tile map"));
+  CHECK(has(q.out, "max |O - O_ref|"));
+  CHECK(lines(q.out).size() <= 3);
+  CHECK_FALSE(has(run("forward").out, "\033["));
+  CHECK(has(run("forward --color always").out, "\033["));
+  CHECK(has(run("forward --causal --trace tiles --color always").out, "\033["));
+  CHECK_FALSE(has(run("forward --color never").out, "\033["));
+}
+
+TEST_CASE("Chinese output: the same numbers, Chinese words, aligned within 100 columns") {
+  const Run zh = run("softmax --lang zh");
+  REQUIRE(zh.code == 0);
+  CHECK(has(zh.out, "7.705"));
+  CHECK(has(zh.out, "1.0410"));
+  CHECK(has(zh.out, "在线"));
+  const Run env = run("memory --lang=zh");
+  CHECK(has(env.out, "17,180"));
+  CHECK(has(run("forward --help --lang zh").out, "查询"));
+  const Run err = run("forward --n 0 --lang zh");
+  CHECK(err.code == 2);
+  CHECK(lines(err.err).size() == 1);
+}
+
+// Display columns of UTF-8 text: CJK (U+3000..U+9FFF) and fullwidth forms (U+FF00..U+FF60)
+// count two, like a terminal draws them.
+std::size_t display_columns(const std::string& line) {
+  std::size_t cols = 0;
+  for (std::size_t k = 0; k < line.size();) {
+    const unsigned char c = static_cast<unsigned char>(line[k]);
+    const std::size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    const unsigned char c1 = k + 1 < line.size() ? static_cast<unsigned char>(line[k + 1]) : 0;
+    const bool wide =
+        len == 3 && ((c >= 0xE3 && c <= 0xE9) || (c == 0xEF && c1 >= 0xBC && c1 <= 0xBD));
+    cols += wide ? 2 : 1;
+    k += len;
+  }
+  return cols;
+}
+
+TEST_CASE("walkthrough: every screen fits 100 columns and 30 rows, in English and Chinese") {
+  for (const char* lang : {"en", "zh"}) {
+    const Run r = run(std::string("walkthrough --no-pause --lang ") + lang);
+    INFO("lang " << lang);
+    REQUIRE(r.code == 0);
+    const std::string marker = std::string(lang) == "en" ? "── step " : "── 第 ";
+    std::vector<std::vector<std::string>> screens;
+    for (const auto& line : lines(r.out)) {
+      if (line.rfind(marker, 0) == 0) screens.emplace_back();
+      if (!screens.empty()) screens.back().push_back(line);
+      CHECK(display_columns(line) <= 100);
+    }
+    CHECK(screens.size() == 11);
+    for (const auto& screen : screens) CHECK(screen.size() <= 30);
+  }
+  const Run back = run("walkthrough --no-pause --section backward");
+  CHECK(has(back.out, "step 7/11"));
+  CHECK_FALSE(has(back.out, "step 6/11"));
+  CHECK(has(back.out, "$ flashdemo backward"));
+  const Run piped = run("walkthrough --section memory < /dev/null");  // not a terminal: no wait
+  CHECK(piped.code == 0);
+  CHECK(has(piped.out, "step 11/11"));
+}
+
+TEST_CASE("completion scripts and the man page come from the CLI definition") {
+  const Run bash = run("completion bash");
+  REQUIRE(bash.code == 0);
+  CHECK(has(bash.out, "complete -F _flashdemo flashdemo"));
+  CHECK(has(bash.out, "no-rescale"));
+  std::ofstream("completion.bash") << bash.out;
+  CHECK(std::system("bash -n completion.bash") == 0);
+  const Run zsh = run("completion zsh");
+  CHECK(has(zsh.out, "#compdef flashdemo"));
+  CHECK(has(zsh.out, "walkthrough"));
+  CHECK(run("completion fish").code == 2);
+  const Run man = run("manpage");
+  CHECK(has(man.out, ".TH FLASHDEMO 1"));
+  CHECK(has(man.out, ".SS walkthrough"));
+  for (const char* sub : {"softmax", "forward", "backward", "memory", "check", "walkthrough"}) {
+    const Run help = run(std::string(sub) + " --help");
+    INFO(sub);
+    CHECK(help.code == 0);
+    CHECK(has(help.out, "Examples:"));
+  }
 }
 
 TEST_CASE("--help and --version exit 0") {

@@ -34,13 +34,13 @@ TEST_CASE("every message exists in English and Chinese with the same fields") {
   for (int k = 0; k < int(Msg::count_); ++k) {
     const Msg m = Msg(k);
     const std::string en = text(m, Lang::en), zh = text(m, Lang::zh);
-    INFO("key " << key_name(m));
+    INFO("key " << std::string(key_name(m)));
     CHECK_FALSE(en.empty());
     if (zh == en && !en.empty() &&
         en.find_first_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos) {
       // Untranslated: text(m, zh) falls back to English only when the Chinese is missing.
       ++missing;
-      FAIL_CHECK("no Chinese text for " << key_name(m));
+      FAIL_CHECK("no Chinese text for " << std::string(key_name(m)));
     }
     CHECK(fields(en) == fields(zh));
     CHECK(fmt::formatted_size(fmt::runtime("{}"), en) > 0);

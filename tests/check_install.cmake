@@ -1,0 +1,12 @@
+# check_install.cmake — after `cmake --install --prefix ROOT`: the binary and its man page exist.
+include(GNUInstallDirs)
+foreach(file bin/flashdemo ${CMAKE_INSTALL_MANDIR}/man1/flashdemo.1)
+  if(NOT EXISTS "${ROOT}/${file}")
+    message(FATAL_ERROR "not installed: ${ROOT}/${file}")
+  endif()
+endforeach()
+file(READ "${ROOT}/${CMAKE_INSTALL_MANDIR}/man1/flashdemo.1" page)
+if(NOT page MATCHES "\\.TH FLASHDEMO 1")
+  message(FATAL_ERROR "flashdemo.1 is not a man page")
+endif()
+message(STATUS "installed: bin/flashdemo and the man page")
