@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-./build/release/flashdemo forward --causal
+./build/release/flashdemo walkthrough --no-pause
