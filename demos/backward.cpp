@@ -122,9 +122,9 @@ void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
   rec.emit(problem_event(o, "backward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::backward_title), ui::tr(Msg::backward_source));
   if (o.parts.problem) print_problem(o);
-  if (up.given())
+  if (o.parts.problem && up.given())
     ui::say(Msg::backward_loss_given, o.files.dO);
-  else
+  else if (o.parts.problem)
     ui::say(Msg::backward_loss_square);
   if (o.parts.problem) print_storage(o, o.emulated() ? 2 : sizeof(T));
   ui::say_raw("\n");

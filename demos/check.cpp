@@ -127,7 +127,7 @@ void print_grade(int k, const std::string& path, Precision p, const Grade& g) {
   if (g.pass) return;
   if (const auto h = hint(g.diagnosis))
     ui::wrap(ui::tr(*h), 98, ui::tr(Msg::check_hint), "             ");
-  else if (g.first_bad_row >= 0)
+  else if (g.first_bad_row > 0)
     ui::result(Msg::check_first_wrong, g.first_bad_row);
 }
 

@@ -50,16 +50,16 @@ AttentionOptions tiny(index_t n, index_t m, index_t d, index_t Br, index_t Bc) {
 
 std::vector<Step> softmax_steps() {
   return {
-      {Section::softmax, Msg::walk_softmax_1, "flashdemo softmax --n 8 --block 3",
+      {Section::softmax, Msg::walk_softmax_1, "flashdemo softmax",
        [] {
          SoftmaxOptions o;
-         o.n = 8, o.parts = only(true, true, true, false);
+         o.parts = only(true, true, true, false);
          run_softmax(o);
        }},
-      {Section::softmax, Msg::walk_softmax_2, "flashdemo softmax --n 8 --block 3",
+      {Section::softmax, Msg::walk_softmax_2, "flashdemo softmax",
        [] {
          SoftmaxOptions o;
-         o.n = 8, o.parts = only(true, false, false, true);
+         o.parts = only(true, false, false, true);
          run_softmax(o);
        }},
   };
@@ -185,11 +185,12 @@ char ask() {
 
 void run_walkthrough(const WalkOptions& o) {
   const std::vector<Step> steps = all_steps();
-  const bool pause = !o.no_pause && isatty(STDIN_FILENO) == 1 && !ui::settings().json;
+  const bool pause = !o.no_pause && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 &&
+                     !ui::settings().json;
   std::size_t k = 0;
   while (o.section && k < steps.size() && steps[k].section != *o.section) ++k;
   while (k < steps.size()) {
-    show(steps[k], k, steps.size(), pause && isatty(STDOUT_FILENO) == 1);
+    show(steps[k], k, steps.size(), pause);
     if (!pause) {
       ++k;
       continue;

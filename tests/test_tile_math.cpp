@@ -27,7 +27,7 @@ TEST_CASE_TEMPLATE("update_row then finalize_row gives softmax(s) V and L", T, f
   std::vector<T> o(2, T(0));
   for (index_t k = 0; k < 3; ++k) {  // one key per tile: three rescales
     std::vector<T> s{scores[std::size_t(k)]};
-    update_row(st, s.data(), V.data(), 2, k, 1, 2, o.data());
+    update_row(st, s.data(), V.data() + 2 * k, 2, 1, 2, o.data());
   }
   const T L = finalize_row(st, o.data(), 2);
   const double z = 1 + std::exp(1.0) + std::exp(-1.0);
@@ -41,7 +41,7 @@ TEST_CASE_TEMPLATE("a row that saw no key finalizes to O = 0, L = -inf", T, floa
   std::vector<T> s{neg_inf<T>(), neg_inf<T>()};
   const std::vector<T> V{T(3), T(4)};
   std::vector<T> o{T(0)};
-  update_row(st, s.data(), V.data(), 1, 0, 2, 1, o.data());
+  update_row(st, s.data(), V.data(), 1, 2, 1, o.data());
   CHECK(is_neg_inf(finalize_row(st, o.data(), 1)));
   CHECK(o[0] == T(0));
 }

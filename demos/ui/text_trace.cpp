@@ -72,7 +72,7 @@ void SoftmaxTable::on(const SoftmaxBlockEvent& e) {
 
 void ForwardTrace::print_header() const {
   if (level_ < TraceLevel::tiles) return;
-  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>16} → {:<16} {:>7}  {:<10} {}\n",
+  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>15} → {:<15} {:>7}  {:<10} {}\n",
                       tr(Msg::col_tile), tr(Msg::col_rows), tr(Msg::col_keys), tr(Msg::col_kind),
                       tr(Msg::col_m_before), tr(Msg::col_m_after), tr(Msg::col_new_max),
                       tr(Msg::col_min_alpha), tr(Msg::col_l_after)));
@@ -82,9 +82,9 @@ void ForwardTrace::on(const TileEvent& e) {
   if (level_ < TraceLevel::tiles) return;
   flush_skipped();
   const index_t grew = rows_with_new_max(e);
-  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>16} → {} {}  {:<10} {}\n", tile_name(e.i, e.j),
+  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>15} → {} {}  {:<10} {}\n", tile_name(e.i, e.j),
                       range(e.rows), range(e.cols), kind_name(e.kind), span(e.m_old, 3),
-                      cell(span(e.m_new, 3), 16, grew > 0),
+                      cell(span(e.m_new, 3), 15, grew > 0),
                       cell(fmt::format("{}/{}", grew, e.m_old.size()), 7, grew > 0, false),
                       strongest_rescale(e), span(e.l, 2)));
   if (level_ < TraceLevel::rows) return;
@@ -92,7 +92,7 @@ void ForwardTrace::on(const TileEvent& e) {
     const bool grew_row = e.m_new[r] > e.m_old[r];
     say_raw(fmt::format(fmt::runtime(text(Msg::row_state)), e.rows.begin + index_t(r),
                         fixed(e.m_old[r], 4), cell(fixed(e.m_new[r], 4), 8, grew_row),
-                        std::isinf(e.m_old[r]) ? "0" : fixed(e.alpha[r], 4), fixed(e.l[r], 4)));
+                        fixed(e.alpha[r], 4), fixed(e.l[r], 4)));
   }
 }
 

@@ -8,10 +8,10 @@
 
 #include <Eigen/Core>
 #include <cmath>
-#include <optional>
 
 #include "flashdemo/host_device.hpp"
 #include "flashdemo/mask.hpp"
+#include "flashdemo/params.hpp"
 
 namespace fd {
 
@@ -19,15 +19,6 @@ template <class T>
 using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
 using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-
-struct AttnParams {
-  bool causal = false;
-  CausalAlign align = CausalAlign::top_left;
-  std::optional<double> scale;  // none: 1 / sqrt(d)
-
-  double scale_for(index_t d) const { return scale ? *scale : 1.0 / std::sqrt(double(d)); }
-  Mask mask_for(index_t n, index_t m) const { return Mask{causal, align, n, m}; }
-};
 
 template <class T>
 struct ForwardResult {

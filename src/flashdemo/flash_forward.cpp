@@ -21,23 +21,23 @@ struct ForwardProblem {
 
 // The row update with one of the lab's mistakes (variant.hpp); the correct one is update_row.
 template <class T>
-T broken_update_row(Mistake mistake, RowState<T>& st, T* s, const T* V, index_t ldv, index_t k0,
-                    index_t cols, index_t d, T* o, Precision p_in) {
+T broken_update_row(Mistake mistake, RowState<T>& st, T* s, const T* V, index_t ldv, index_t cols,
+                    index_t d, T* o, Precision p_in) {
   if (mistake == Mistake::finite_mask) {
     for (index_t c = 0; c < cols; ++c)
       if (is_neg_inf(s[c])) s[c] = T(kFiniteMask);  // a finite sentinel instead of -inf
   }
   if (mistake == Mistake::no_max) {  // p = exp(S): m stays 0, nothing is ever rescaled
     for (index_t c = 0; c < cols; ++c) st.l += (s[c] = fexp(s[c]));
-    accumulate_row(o, T(1), s, V, ldv, k0, cols, d);
+    accumulate_row(o, T(1), s, V, ldv, cols, d);
     return T(1);
   }
   if (mistake == Mistake::no_rescale) {  // alpha updates l but is forgotten on O
     const T alpha = st.update(s, cols);
-    accumulate_row(o, T(1), s, V, ldv, k0, cols, d);
+    accumulate_row(o, T(1), s, V, ldv, cols, d);
     return alpha;
   }
-  return update_row(st, s, V, ldv, k0, cols, d, o, p_in);
+  return update_row(st, s, V, ldv, cols, d, o, p_in);
 }
 
 template <class T>
@@ -58,11 +58,13 @@ void forward_tile(const ForwardProblem<T>& p, index_t i, index_t j, std::vector<
   for (index_t r = 0; r < rows.size(); ++r) {
     const index_t q = rows.begin + r;
     const T m_old = st[r].m;
-    score_row(p.Q.row(q).data(), p.K.data(), d, cols.begin, cols.size(), d, p.scale, p.mask, q,
+    score_row(p.Q.row(q).data(), p.K.data() + cols.begin * d, d, cols.begin, cols.size(), d,
+              p.scale, p.mask, q,
               s.data());  // S_ij row q
-    const T alpha = broken_update_row(p.variant.mistake, st[r], s.data(), p.V.data(), d, cols.begin,
-                                      cols.size(), d, Oi.row(r).data(),
-                                      p.variant.p_in);  // (m, l, O) <- tile j
+    const T alpha =
+        broken_update_row(p.variant.mistake, st[r], s.data(), p.V.data() + cols.begin * d, d,
+                          cols.size(), d, Oi.row(r).data(),
+                          p.variant.p_in);  // (m, l, O) <- tile j
     if (sink) {
       e.m_old.push_back(m_old), e.m_new.push_back(st[r].m);
       e.alpha.push_back(alpha), e.l.push_back(st[r].l);

@@ -8,6 +8,8 @@
 // Backward, with the saved L (FlashAttention-2, Algorithm 2):
 //   P = exp(S - L)  (0 where L = -inf)      dS = P * (dP - D)
 // Pointers address row-major storage: row r of a matrix X with leading dimension ldx is X + r*ldx.
+// K_tile and V_tile point at the tile's first key (global row k0), wherever it lives: the host
+// matrices, or a copy staged in a kernel's shared memory; k0 serves the mask only.
 #pragma once
 
 #include "flashdemo/host_device.hpp"
@@ -17,30 +19,35 @@
 
 namespace fd {
 
-// s[0..cols) = row q of S_ij. q_row: d values; K: the key matrix, rows k0 .. k0 + cols used.
+// S_qk = scale * <q_row, k_row>: one score.
 template <class T>
-FD_HOST_DEVICE void score_row(const T* q_row, const T* K, index_t ldk, index_t k0, index_t cols,
-                              index_t d, T scale, const Mask& mask, index_t q, T* s) {
+FD_HOST_DEVICE T score(const T* q_row, const T* k_row, index_t d, T scale) {
+  T dot = T(0);
+  for (index_t x = 0; x < d; ++x) dot += q_row[x] * k_row[x];
+  return scale * dot;  // S = Q K^T * scale
+}
+
+// s[0..cols) = row q of S_ij. q_row: d values; K_tile: keys k0 .. k0 + cols, one per row.
+template <class T>
+FD_HOST_DEVICE void score_row(const T* q_row, const T* K_tile, index_t ldk, index_t k0,
+                              index_t cols, index_t d, T scale, const Mask& mask, index_t q, T* s) {
   for (index_t c = 0; c < cols; ++c) {
     if (mask.masked(q, k0 + c)) {
       s[c] = neg_inf<T>();  // a true -inf: never a finite sentinel
       continue;
     }
-    const T* k_row = K + (k0 + c) * ldk;
-    T dot = T(0);
-    for (index_t x = 0; x < d; ++x) dot += q_row[x] * k_row[x];
-    s[c] = scale * dot;  // S = Q K^T * scale
+    s[c] = score(q_row, K_tile + c * ldk, d, scale);
   }
 }
 
-// o[0..d) = alpha * o + sum_c p[c] * V_{k0+c}
+// o[0..d) = alpha * o + sum_c p[c] * V_tile[c]
 template <class T>
-FD_HOST_DEVICE void accumulate_row(T* o, T alpha, const T* p, const T* V, index_t ldv, index_t k0,
+FD_HOST_DEVICE void accumulate_row(T* o, T alpha, const T* p, const T* V_tile, index_t ldv,
                                    index_t cols, index_t d) {
   for (index_t x = 0; x < d; ++x) o[x] *= alpha;  // O = alpha * O  (rescale to the new max)
   for (index_t c = 0; c < cols; ++c) {
     const T pc = p[c];
-    const T* v_row = V + (k0 + c) * ldv;
+    const T* v_row = V_tile + c * ldv;
     for (index_t x = 0; x < d; ++x) o[x] += pc * v_row[x];  // O += P_ij V_j
   }
 }
@@ -49,11 +56,11 @@ FD_HOST_DEVICE void accumulate_row(T* o, T alpha, const T* p, const T* V, index_
 // P_ij enters the product with V in precision p_in (bf16 or fp16 in a low-precision kernel);
 // l sums it unrounded. Returns alpha = exp(m_old - m_new).
 template <class T>
-FD_HOST_DEVICE T update_row(RowState<T>& state, T* s, const T* V, index_t ldv, index_t k0,
-                            index_t cols, index_t d, T* o, Precision p_in = Precision::fp32) {
+FD_HOST_DEVICE T update_row(RowState<T>& state, T* s, const T* V_tile, index_t ldv, index_t cols,
+                            index_t d, T* o, Precision p_in = Precision::fp32) {
   const T alpha = state.update(s, cols);  // m_new, alpha, l; s <- P_ij = exp(S_ij - m_new)
   for (index_t c = 0; c < cols; ++c) s[c] = round_to(p_in, s[c]);  // P_ij as the matmul sees it
-  accumulate_row(o, alpha, s, V, ldv, k0, cols, d);
+  accumulate_row(o, alpha, s, V_tile, ldv, cols, d);
   return alpha;
 }
 
@@ -99,7 +106,7 @@ template <class T>
 FD_HOST_DEVICE void backward_row(const BackwardRow<T>& row, const T* K, const T* V, index_t ld,
                                  index_t k0, index_t cols, index_t d, T scale, const Mask& mask,
                                  T* p, T* ds, T* dq_row, T* dK, T* dV) {
-  score_row(row.q_row, K, ld, k0, cols, d, scale, mask, row.q, p);  // S row (masked: -inf)
+  score_row(row.q_row, K + k0 * ld, ld, k0, cols, d, scale, mask, row.q, p);  // S (masked: -inf)
   for (index_t c = 0; c < cols; ++c) {
     const T pc = recompute_p(p[c], row.L);  // P = exp(S - L)
     const T* v_row = V + (k0 + c) * ld;

@@ -1,0 +1,81 @@
+// cuda_api.hpp — the GPU paths as the rest of flashdemo sees them: plain host pointers, no CUDA
+// headers, so the tool builds the same with CUDA or without it (then every call says so).
+//
+// Layout of every array: (b, h, rows, d) row-major, one head after another; L and D: (b, h, n).
+// The kernels compute exactly the tiled algorithms of flash_forward.hpp and flash_backward.hpp,
+// with the same tile math (tile_math.hpp, online_softmax.hpp, mask.hpp), on the device.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "flashdemo/params.hpp"
+#include "flashdemo/tiling.hpp"
+#include "flashdemo/trace.hpp"
+#include "flashdemo/variant.hpp"
+
+namespace fd::cuda {
+
+// A GPU problem or run that cannot happen (no GPU, no CUDA in this build, a CUDA error).
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct GpuInfo {
+  bool built = false;    // compiled with CUDA
+  bool present = false;  // a device answered
+  std::string name, why;  // why: the reason when absent
+  int sms = 0, cc_major = 0, cc_minor = 0;
+  std::size_t smem_per_block = 0, global_bytes = 0;
+  std::string runtime_version, driver_version;
+};
+
+GpuInfo gpu_info();
+
+struct Shape {
+  index_t b = 1, h = 1, n = 1, m = 1, d = 1;
+  index_t heads() const { return b * h; }
+};
+
+// What the forward kernel recorded for head 0 when asked: per computed tile, per row, the
+// state before and after (the same numbers a CPU TileEvent carries).
+struct KernelTrace {
+  Tiling tiling;
+  std::vector<char> computed;  // Tr x Tc
+  std::vector<double> m_old, m_new, alpha, l;  // Tr x Tc x Br each
+  std::vector<double> final_m, final_l;        // n
+};
+
+// Replays a KernelTrace into a sink in the CPU path's order: i outer, j inner, a TileEvent per
+// computed tile, a TileSkippedEvent per skipped one, a RowsFinalEvent per query tile.
+void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double>& L,
+            TraceSink& sink);
+
+// Forward on the GPU, host arrays in and out. L: b*h*n. trace (head 0) when not null.
+template <class T>
+void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
+             const T* Q, const T* K, const T* V, T* O, T* L, KernelTrace* trace = nullptr);
+
+// Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
+// through atomics or, with deterministic, in a separate pass over query tiles.
+template <class T>
+void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
+              bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
+              const T* dO, T* dQ, T* dK, T* dV, T* D);
+
+// Timing on device-resident data: median/min/max milliseconds of `reps` runs after warm-up,
+// with CUDA events. The inputs are the host arrays given (copied once).
+struct Timing {
+  std::vector<double> ms;
+};
+enum class Pass { fwd, bwd };
+template <class T>
+Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Pass pass,
+                    bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
+                    int warmup, int reps);
+
+// The tile sizes the teaching kernels use unless told: as large as shared memory allows.
+TileSizes default_tiles(index_t d, std::size_t element_bytes);
+
+}  // namespace fd::cuda

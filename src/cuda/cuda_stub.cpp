@@ -1,0 +1,49 @@
+// cuda_stub.cpp — the GPU entry points in a build without CUDA: each says so, clearly.
+#include "cuda/cuda_api.hpp"
+
+namespace fd::cuda {
+namespace {
+[[noreturn]] void no_cuda() {
+  throw CudaError("this flashdemo was built without CUDA (configure with -DFLASHDEMO_CUDA=ON "
+                  "on a machine with nvcc)");
+}
+}  // namespace
+
+GpuInfo gpu_info() {
+  GpuInfo g;
+  g.why = "built without CUDA";
+  return g;
+}
+
+TileSizes default_tiles(index_t, std::size_t) { return {16, 16}; }
+
+template <class T>
+void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, const T*,
+             T*, T*, KernelTrace*) {
+  no_cuda();
+}
+
+template <class T>
+void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*, const T*,
+              const T*, const T*, const T*, const T*, T*, T*, T*, T*) {
+  no_cuda();
+}
+
+template <class T>
+Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, const T*,
+                    const T*, const T*, int, int) {
+  no_cuda();
+}
+
+#define FD_INSTANTIATE(T)                                                                      \
+  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*,         \
+                        const T*, const T*, T*, T*, KernelTrace*);                             \
+  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,  \
+                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);    \
+  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool,         \
+                               const T*, const T*, const T*, const T*, int, int);
+FD_INSTANTIATE(float)
+FD_INSTANTIATE(double)
+#undef FD_INSTANTIATE
+
+}  // namespace fd::cuda
