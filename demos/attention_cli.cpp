@@ -101,6 +101,11 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
       ->default_str("summary");
   add_files(sub, o, which);
   add_variants(sub, o, which);
+  add_choice<Device>(sub, "--device", o.device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
+                     tr(Msg::opt_device))
+      ->default_str("cpu");
+  if (which == Subcommand::backward)
+    sub->add_flag("--deterministic", o.deterministic, tr(Msg::opt_deterministic));
   add_trace_files(sub, o.trace_files);
 }
 

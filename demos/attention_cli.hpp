@@ -19,6 +19,8 @@ struct ArrayFiles {
   std::string save_o, save_lse, save_dq, save_dk, save_dv;  // outputs (.npy)
 };
 
+enum class Device { cpu, cuda };
+
 struct AttentionOptions {
   index_t n = 100, m = 0, d = 32;  // m = 0 means "same as n"
   index_t Br = 16, Bc = 16;
@@ -35,6 +37,8 @@ struct AttentionOptions {
   bool list_mistakes = false;             // --break list
   index_t show_p = -1;                    // --show-p ROW (forward)
   Parts parts;
+  Device device = Device::cpu;  // --device
+  bool deterministic = false;   // --deterministic (backward on the GPU)
 
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "attention_cli.hpp"
+#include "device.hpp"
 #include "flashdemo/compare.hpp"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/gradcheck.hpp"
@@ -128,8 +129,7 @@ void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
     ui::say(Msg::backward_loss_square);
   if (o.parts.problem) print_storage(o, o.emulated() ? 2 : sizeof(T));
   ui::say_raw("\n");
-  const ForwardResult<T> fwd =
-      flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), nullptr, o.variant());
+  const ForwardResult<T> fwd = forward_on_device(o, in, nullptr);
   const Mat<T> dO = up.dO<T>(fwd.O).unaryExpr([&](T v) { return round_to(o.precision, v); });
   if (o.parts.map && o.trace >= ui::TraceLevel::summary)
     ui::print_tile_map(o.tiling(), o.params().mask_for(o.n, o.keys()));
@@ -139,8 +139,7 @@ void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
     trace.print_header();
     rec.add_text(&trace);
   }
-  const BackwardResult<T> g = flash_backward(in.Q, in.K, in.V, fwd.O, fwd.L, dO, o.params(),
-                                             o.tiles(), rec.sink(), o.variant());
+  const BackwardResult<T> g = backward_on_device(o, in, fwd, dO, rec.sink());
   const BackwardResult<double> ref = reference_gradients(in, o, up);
   if (o.mistake != Mistake::none) print_drift(g, ref, o);
   if (o.parts.results) print_results(g, ref, naive_gradients(in, o, up), o);
@@ -174,6 +173,7 @@ void setup_backward(CLI::App& app) {
 }
 
 void run_backward(AttentionOptions& o) {
+  require_device(o);
   const LoadedArrays files = prepare_inputs(o);
   dispatch_dtype(o, [&]<class T>() { run_backward_as<T>(o, files); });
 }

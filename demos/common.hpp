@@ -18,6 +18,7 @@ enum ExitCode : int {
   kUsage = 2,        // a bad option or value
   kTooLarge = 3,     // the run would not fit in memory
   kFile = 4,         // an input file is missing or malformed, or an output cannot be written
+  kNoDevice = 5,     // --device cuda without CUDA in the build or without a GPU
   kCheckFailed = 1,  // `check`: at least one array failed its grade
   kInternal = 70,    // a bug in flashdemo (please report it)
 };

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "attention_cli.hpp"
+#include "device.hpp"
 #include "flashdemo/compare.hpp"
 #include "flashdemo/flash_forward.hpp"
 #include "flashdemo/reference.hpp"
@@ -94,8 +95,7 @@ void run_forward_as(const AttentionOptions& o, const LoadedArrays& files) {
     trace.print_header();
     rec.add_text(&trace);
   }
-  const ForwardResult<T> out =
-      flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), rec.sink(), o.variant());
+  const ForwardResult<T> out = forward_on_device(o, in, rec.sink());
   const auto ref =
       reference_forward<double>(in.Q.template cast<double>(), in.K.template cast<double>(),
                                 in.V.template cast<double>(), o.params());
@@ -126,6 +126,7 @@ void setup_forward(CLI::App& app) {
 }
 
 void run_forward(AttentionOptions& o) {
+  require_device(o);
   const LoadedArrays files = prepare_inputs(o);
   if (o.show_p >= o.n) throw Error(kUsage, ui::tr(Msg::err_show_p, o.show_p, o.n));
   dispatch_dtype(o, [&]<class T>() { run_forward_as<T>(o, files); });

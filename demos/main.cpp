@@ -11,11 +11,13 @@
 #include <string>
 
 #include "backward.hpp"
+#include "bench.hpp"
 #include "check.hpp"
 #include "cli_tools.hpp"
 #include "common.hpp"
 #include "flashdemo/npy.hpp"
 #include "forward.hpp"
+#include "info.hpp"
 #include "memory.hpp"
 #include "softmax.hpp"
 #include "ui/output.hpp"
@@ -100,6 +102,8 @@ int main(int argc, char** argv) {
   fd::demos::setup_memory(app);
   fd::demos::setup_check(app);
   fd::demos::setup_walkthrough(app);
+  fd::demos::setup_info(app);
+  fd::demos::setup_bench(app);
   fd::demos::setup_completion(app);
   fd::demos::setup_manpage(app);
   std::string names;

@@ -23,8 +23,8 @@ struct CudaError : std::runtime_error {
 };
 
 struct GpuInfo {
-  bool built = false;    // compiled with CUDA
-  bool present = false;  // a device answered
+  bool built = false;     // compiled with CUDA
+  bool present = false;   // a device answered
   std::string name, why;  // why: the reason when absent
   int sms = 0, cc_major = 0, cc_minor = 0;
   std::size_t smem_per_block = 0, global_bytes = 0;
@@ -42,7 +42,7 @@ struct Shape {
 // state before and after (the same numbers a CPU TileEvent carries).
 struct KernelTrace {
   Tiling tiling;
-  std::vector<char> computed;  // Tr x Tc
+  std::vector<char> computed;                  // Tr x Tc
   std::vector<double> m_old, m_new, alpha, l;  // Tr x Tc x Br each
   std::vector<double> final_m, final_l;        // n
 };
@@ -54,8 +54,8 @@ void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double
 
 // Forward on the GPU, host arrays in and out. L: b*h*n. trace (head 0) when not null.
 template <class T>
-void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
-             const T* Q, const T* K, const T* V, T* O, T* L, KernelTrace* trace = nullptr);
+void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, const T* Q,
+             const T* K, const T* V, T* O, T* L, KernelTrace* trace = nullptr);
 
 // Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
 // through atomics or, with deterministic, in a separate pass over query tiles.
@@ -72,8 +72,8 @@ struct Timing {
 enum class Pass { fwd, bwd };
 template <class T>
 Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Pass pass,
-                    bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
-                    int warmup, int reps);
+                    bool deterministic, const T* Q, const T* K, const T* V, const T* dO, int warmup,
+                    int reps);
 
 // The tile sizes the teaching kernels use unless told: as large as shared memory allows.
 TileSizes default_tiles(index_t d, std::size_t element_bytes);

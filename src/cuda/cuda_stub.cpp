@@ -4,8 +4,9 @@
 namespace fd::cuda {
 namespace {
 [[noreturn]] void no_cuda() {
-  throw CudaError("this flashdemo was built without CUDA (configure with -DFLASHDEMO_CUDA=ON "
-                  "on a machine with nvcc)");
+  throw CudaError(
+      "this flashdemo was built without CUDA (configure with -DFLASHDEMO_CUDA=ON "
+      "on a machine with nvcc)");
 }
 }  // namespace
 
@@ -15,11 +16,13 @@ GpuInfo gpu_info() {
   return g;
 }
 
-TileSizes default_tiles(index_t, std::size_t) { return {16, 16}; }
+TileSizes default_tiles(index_t, std::size_t) {
+  return {16, 16};
+}
 
 template <class T>
-void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, const T*,
-             T*, T*, KernelTrace*) {
+void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, const T*, T*,
+             T*, KernelTrace*) {
   no_cuda();
 }
 
@@ -35,13 +38,13 @@ Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, cons
   no_cuda();
 }
 
-#define FD_INSTANTIATE(T)                                                                      \
-  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*,         \
-                        const T*, const T*, T*, T*, KernelTrace*);                             \
-  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,  \
-                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);    \
-  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool,         \
-                               const T*, const T*, const T*, const T*, int, int);
+#define FD_INSTANTIATE(T)                                                                        \
+  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, \
+                        const T*, T*, T*, KernelTrace*);                                         \
+  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
+                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);      \
+  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, \
+                               const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 #undef FD_INSTANTIATE

@@ -5,8 +5,7 @@
 
 namespace fd::cuda {
 
-void replay(const KernelTrace& t, const Mask& mask, const std::vector<double>& L,
-            TraceSink& sink) {
+void replay(const KernelTrace& t, const Mask& mask, const std::vector<double>& L, TraceSink& sink) {
   const Tiling& g = t.tiling;
   for (index_t i = 0; i < g.Tr(); ++i) {
     const Range rows = g.rows(i);

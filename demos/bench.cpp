@@ -1,0 +1,289 @@
+// bench.cpp — `flashdemo bench` (the JSON contract of DESIGN.md):
+//   impl, device, dtype, pass, b, h, n, m, d, causal, median_ms, min_ms, max_ms, reps, tflops,
+//   verified, peak_bytes (CPU)
+// FLOPs as FlashAttention's benchmarks count them: forward 4 b h n m d, halved when causal with
+// n == m; backward 2.5x forward. Every case is verified before it is timed: in full against the
+// fp64 reference when small, on sampled rows of the first and last head otherwise (verify.hpp).
+#include "bench.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <memory>
+
+#include "attention_cli.hpp"
+#include "cuda/cuda_api.hpp"
+#include "flashdemo/flash_backward.hpp"
+#include "flashdemo/random.hpp"
+#include "flashdemo/reference.hpp"
+#include "flashdemo/verify.hpp"
+#include "recording.hpp"
+#include "ui/format.hpp"
+#include "ui/output.hpp"
+
+namespace fd::demos {
+namespace {
+
+using ui::Msg;
+
+enum class Impl { reference, tiled, fast, gemm, teaching };
+
+struct BenchOptions {
+  Device device = Device::cpu;
+  Impl impl = Impl::tiled;
+  DType dtype = DType::fp32;
+  index_t b = 1, h = 1, n = 1024, m = 0, d = 64;
+  bool causal = false, deterministic = false;
+  cuda::Pass pass = cuda::Pass::fwd;
+  index_t threads = 1, reps = 20, warmup = 3;
+  index_t keys() const { return m ? m : n; }
+  cuda::Shape shape() const { return {b, h, n, keys(), d}; }
+  AttnParams params() const { return AttnParams{causal, CausalAlign::top_left, {}}; }
+};
+
+const char* impl_name(Impl i) {
+  const char* names[] = {"reference", "tiled", "fast", "gemm", "teaching"};
+  return names[int(i)];
+}
+
+double flops(const BenchOptions& o) {
+  double f = 4.0 * double(o.b * o.h) * double(o.n) * double(o.keys()) * double(o.d);
+  if (o.causal && o.n == o.keys()) f /= 2;
+  return o.pass == cuda::Pass::bwd ? 2.5 * f : f;
+}
+
+// Peak resident memory of this process so far (VmHWM), in bytes.
+double peak_rss() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  double kb = 0;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      status >> kb;
+      return kb * 1024;
+    }
+    status.ignore(256, '\n');
+  }
+  return 0;
+}
+
+template <class T>
+struct Arrays {
+  std::vector<T> Q, K, V, dO;
+};
+
+template <class T>
+Arrays<T> random_arrays(const BenchOptions& o) {
+  const std::size_t nq = std::size_t(o.b * o.h * o.n * o.d),
+                    nk = std::size_t(o.b * o.h * o.keys() * o.d);
+  TorchGenerator gen(0);
+  auto draw = [&](std::size_t count) {
+    const std::vector<double> x = gen.randn(index_t(count));
+    return std::vector<T>(x.begin(), x.end());
+  };
+  Arrays<T> a;
+  a.Q = draw(nq), a.K = draw(nk), a.V = draw(nk), a.dO = draw(nq);
+  return a;
+}
+
+// Outputs of one run of every head, host-side, for verification.
+template <class T>
+struct Outputs {
+  std::vector<T> O, L, dQ, dK, dV, D;
+};
+
+template <class T>
+Verdict verify_heads(const BenchOptions& o, const Arrays<T>& a, const Outputs<T>& out) {
+  Verdict worst;
+  for (index_t head : {index_t(0), o.b * o.h - 1}) {
+    const std::size_t q0 = std::size_t(head * o.n * o.d), k0 = std::size_t(head * o.keys() * o.d);
+    HeadArrays<T> h{o.n,
+                    o.keys(),
+                    o.d,
+                    a.Q.data() + q0,
+                    a.K.data() + k0,
+                    a.V.data() + k0,
+                    out.O.data() + q0,
+                    out.L.data() + std::size_t(head * o.n)};
+    if (o.pass == cuda::Pass::bwd)
+      h.dO = a.dO.data() + q0, h.dQ = out.dQ.data() + q0, h.dK = out.dK.data() + k0,
+      h.dV = out.dV.data() + k0;
+    const Verdict v = verify_sampled(h, o.params());
+    if (!v.pass || (worst.pass && v.err > worst.err)) worst = v;
+  }
+  return worst;
+}
+
+// One head through the CPU teaching path or the reference, for `tiled` and `reference`.
+template <class T>
+void cpu_head(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out, index_t head) {
+  using MapC = Eigen::Map<const Mat<T>>;
+  const std::size_t q0 = std::size_t(head * o.n * o.d), k0 = std::size_t(head * o.keys() * o.d);
+  const Mat<T> Q = MapC(a.Q.data() + q0, o.n, o.d), K = MapC(a.K.data() + k0, o.keys(), o.d),
+               V = MapC(a.V.data() + k0, o.keys(), o.d);
+  const TileSizes tiles{64, 64};
+  const ForwardResult<T> f = o.impl == Impl::reference
+                                 ? ForwardResult<T>(reference_forward(Q, K, V, o.params()))
+                                 : flash_forward(Q, K, V, o.params(), tiles);
+  std::copy(f.O.data(), f.O.data() + f.O.size(), out.O.begin() + std::ptrdiff_t(q0));
+  std::copy(f.L.data(), f.L.data() + f.L.size(), out.L.begin() + std::ptrdiff_t(head * o.n));
+  if (o.pass == cuda::Pass::fwd) return;
+  const Mat<T> dO = MapC(a.dO.data() + q0, o.n, o.d);
+  BackwardResult<T> g;
+  if (o.impl == Impl::reference) {
+    const auto r = reference_backward(Q, K, V, dO, o.params());
+    g = {r.dQ, r.dK, r.dV, r.D};
+  } else {
+    g = flash_backward(Q, K, V, f.O, f.L, dO, o.params(), tiles);
+  }
+  std::copy(g.dQ.data(), g.dQ.data() + g.dQ.size(), out.dQ.begin() + std::ptrdiff_t(q0));
+  std::copy(g.dK.data(), g.dK.data() + g.dK.size(), out.dK.begin() + std::ptrdiff_t(k0));
+  std::copy(g.dV.data(), g.dV.data() + g.dV.size(), out.dV.begin() + std::ptrdiff_t(k0));
+}
+
+template <class T>
+Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
+  const std::size_t nq = a.Q.size(), nk = a.K.size(), rows = std::size_t(o.b * o.h * o.n);
+  Outputs<T> out{std::vector<T>(nq), std::vector<T>(rows), std::vector<T>(nq),
+                 std::vector<T>(nk), std::vector<T>(nk),   std::vector<T>(rows)};
+  if (o.device == Device::cuda) {
+    const TileSizes tiles = cuda::default_tiles(o.d, sizeof(T));
+    cuda::forward<T>(o.shape(), o.params(), tiles, Variant{}, a.Q.data(), a.K.data(), a.V.data(),
+                     out.O.data(), out.L.data());
+    if (o.pass == cuda::Pass::bwd)
+      cuda::backward<T>(o.shape(), o.params(), tiles, Variant{}, o.deterministic, a.Q.data(),
+                        a.K.data(), a.V.data(), out.O.data(), out.L.data(), a.dO.data(),
+                        out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
+    return out;
+  }
+  for (index_t head = 0; head < o.b * o.h; ++head) cpu_head(o, a, out, head);
+  return out;
+}
+
+std::vector<double> time_cpu(const std::function<void()>& once, index_t warmup, index_t reps) {
+  for (index_t k = 0; k < warmup; ++k) once();
+  std::vector<double> ms;
+  for (index_t k = 0; k < reps; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    once();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return ms;
+}
+
+template <class T>
+void run_bench_as(const BenchOptions& o) {
+  const Arrays<T> a = random_arrays<T>(o);
+  const Verdict v = verify_heads(o, a, run_once(o, a));
+  if (!v.pass)
+    throw Error(kCheckFailed,
+                ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst, ui::sci(v.bound)));
+  std::vector<double> ms;
+  if (o.device == Device::cuda) {
+    ms = cuda::time_kernels<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), o.pass,
+                               o.deterministic, a.Q.data(), a.K.data(), a.V.data(), a.dO.data(),
+                               int(o.warmup), int(o.reps))
+             .ms;
+  } else {
+    ms = time_cpu([&] { run_once(o, a); }, std::min<index_t>(o.warmup, 1), o.reps);
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  nlohmann::json j = {{"impl", impl_name(o.impl)},
+                      {"device", o.device == Device::cuda ? "cuda" : "cpu"},
+                      {"dtype", dtype_name(o.dtype)},
+                      {"pass", o.pass == cuda::Pass::fwd ? "fwd" : "bwd"},
+                      {"b", o.b},
+                      {"h", o.h},
+                      {"n", o.n},
+                      {"m", o.keys()},
+                      {"d", o.d},
+                      {"causal", o.causal},
+                      {"median_ms", median},
+                      {"min_ms", sorted.front()},
+                      {"max_ms", sorted.back()},
+                      {"reps", ms.size()},
+                      {"tflops", flops(o) / (median * 1e-3) / 1e12},
+                      {"verified", true},
+                      {"max_error", v.err},
+                      {"error_bound", v.bound}};
+  if (o.device == Device::cpu) j["peak_bytes"] = peak_rss(), j["threads"] = o.threads;
+  if (ui::settings().json) {
+    fmt::print("{}\n", j.dump());
+    return;
+  }
+  ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), "impl", "device", "dtype",
+                             "pass", "b", "h", "n", "m", "d", "causal", "median ms", "min ms",
+                             "max ms", "TFLOP/s", "verified"));
+  ui::result_raw(fmt::format(
+      fmt::runtime(ui::text(Msg::bench_header)), impl_name(o.impl), j["device"].get<std::string>(),
+      dtype_name(o.dtype), j["pass"].get<std::string>(), o.b, o.h, o.n, o.keys(), o.d,
+      o.causal ? "yes" : "no", fmt::format("{:.3f}", median), fmt::format("{:.3f}", sorted.front()),
+      fmt::format("{:.3f}", sorted.back()), fmt::format("{:.2f}", j["tflops"].get<double>()),
+      fmt::format("{}", ui::sci(v.err))));
+}
+
+void check_impl(const BenchOptions& o) {
+  const bool gpu_impl = o.impl == Impl::teaching;
+  if (gpu_impl != (o.device == Device::cuda))
+    throw Error(
+        kUsage,
+        ui::tr(Msg::bench_err_impl, impl_name(o.impl), o.device == Device::cuda ? "cuda" : "cpu",
+               o.device == Device::cuda ? "teaching" : "reference, tiled, fast, gemm"));
+  if (o.device == Device::cuda) {
+    const cuda::GpuInfo g = cuda::gpu_info();
+    if (!g.built) throw Error(kNoDevice, ui::tr(Msg::err_no_cuda_build));
+    if (!g.present) throw Error(kNoDevice, ui::tr(Msg::err_no_gpu, g.why));
+  }
+}
+
+}  // namespace
+
+void setup_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand("bench", ui::tr(Msg::bench_help));
+  add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
+                     ui::tr(Msg::opt_device))
+      ->default_str("cpu");
+  add_choice<Impl>(sub, "--impl", o->impl,
+                   {{"reference", Impl::reference},
+                    {"tiled", Impl::tiled},
+                    {"fast", Impl::fast},
+                    {"gemm", Impl::gemm},
+                    {"teaching", Impl::teaching}},
+                   ui::tr(Msg::bench_opt_impl))
+      ->default_str("tiled");
+  add_dtype(sub, o->dtype)->default_str("fp32");
+  const index_t big = index_t(1) << 24;
+  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
+  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
+  add_count(sub, "--n", o->n, ui::tr(Msg::opt_n), big);
+  add_count(sub, "--m", o->m, ui::tr(Msg::opt_m), big)->default_str("n");
+  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_choice<cuda::Pass>(sub, "--pass", o->pass,
+                         {{"fwd", cuda::Pass::fwd}, {"bwd", cuda::Pass::bwd}},
+                         ui::tr(Msg::bench_opt_pass))
+      ->default_str("fwd");
+  add_count(sub, "--threads", o->threads, ui::tr(Msg::bench_opt_threads), 1024);
+  add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000);
+  sub->add_flag("--deterministic", o->deterministic, ui::tr(Msg::opt_deterministic));
+  sub->footer(ui::tr(Msg::bench_examples));
+  sub->callback([o] {
+    check_impl(*o);
+    ensure_fits(double(o->b * o->h) * double(o->n + 2 * o->keys()) * double(o->d) * 8.0 * 4,
+                "the benchmark's arrays");
+    try {
+      o->dtype == DType::fp64 ? run_bench_as<double>(*o) : run_bench_as<float>(*o);
+    } catch (const cuda::CudaError& e) {
+      throw Error(kNoDevice, e.what());
+    }
+  });
+}
+
+}  // namespace fd::demos

@@ -1,0 +1,62 @@
+// info.cpp — `flashdemo info`.
+#include "info.hpp"
+
+#include <fmt/core.h>
+#include <Eigen/Core>
+
+#include <thread>
+
+#include "cuda/cuda_api.hpp"
+#include "recording.hpp"
+#include "ui/output.hpp"
+
+namespace fd::demos {
+namespace {
+
+using ui::Msg;
+
+const char* compiler() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "g++ " __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+void run_info() {
+  const cuda::GpuInfo g = cuda::gpu_info();
+  const unsigned threads = std::thread::hardware_concurrency();
+  Recording rec(TraceFiles{}, "flashdemo info");
+  ui::result(Msg::info_build, FLASHDEMO_VERSION, compiler(), FLASHDEMO_BUILD_TYPE, __cplusplus);
+  ui::result(Msg::info_simd, threads, Eigen::SimdInstructionSetsInUse());
+  if (g.built)
+    ui::result(Msg::info_cuda_on, g.runtime_version, g.driver_version, FLASHDEMO_CUDA_ARCHS);
+  else
+    ui::result(Msg::info_cuda_off);
+  if (g.present)
+    ui::result(Msg::info_gpu, g.name, g.cc_major, g.cc_minor, g.sms, g.smem_per_block / 1024,
+               double(g.global_bytes) / 1e9);
+  else
+    ui::result(Msg::info_no_gpu, g.why);
+  rec.emit({{"event", "info"},
+            {"version", FLASHDEMO_VERSION},
+            {"compiler", compiler()},
+            {"simd", Eigen::SimdInstructionSetsInUse()},
+            {"threads", threads},
+            {"cuda", g.built},
+            {"gpu", g.present ? g.name : ""},
+            {"sms", g.sms},
+            {"why", g.why}});
+  rec.finish();
+}
+
+}  // namespace
+
+void setup_info(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("info", ui::tr(Msg::info_help));
+  sub->callback([] { run_info(); });
+}
+
+}  // namespace fd::demos

@@ -1,0 +1,227 @@
+// kernels.cuh — the teaching kernels: the CPU tiles of flash_forward.cpp and
+// flash_backward.cpp, one thread block per tile, the same tile math (tile_math.hpp).
+//
+// Forward, grid (Tr, b*h), one thread per query row of tile i:
+//   Q_i -> shared;  for each key tile j not wholly masked:  K_j, V_j -> shared,
+//     S_ij row = scale * q K_j^T (score_row), (m, l, O row) <- update_row       [registers, shared]
+//   O_i = O_i / l,  L_i = m + log(l)  (finalize_row)
+// Backward, FlashAttention-2:
+//   D = rowsum(dO * O)                                   one thread per row
+//   grid (Tc, b*h), one thread per key k of tile j, looping over query tiles i:
+//     P = exp(S - L), dV_k += P dO_q, dP = <dO_q, V_k>, dS = P (dP - D_q), dK_k += scale dS Q_q,
+//     dQ_q += scale dS K_k by atomicAdd (or, deterministic, in a third kernel below)
+//   deterministic dQ: grid (Tr, b*h), one thread per query row, looping over key tiles in order.
+#pragma once
+
+#include "flashdemo/mask.hpp"
+#include "flashdemo/online_softmax.hpp"
+#include "flashdemo/precision.hpp"
+#include "flashdemo/tile_math.hpp"
+#include "flashdemo/tiling.hpp"
+
+namespace fd::cuda {
+
+template <class T>
+struct Problem {
+  index_t n, m, d;
+  Tiling tiling;
+  Mask mask;
+  T scale;
+  Precision p_in;
+};
+
+// Shared-memory rows are padded by one element so that the threads of a warp, each on its own
+// row, fall in different banks.
+__host__ __device__ inline index_t padded(index_t d) { return d + 1; }
+
+// Copies rows [r0, r0 + rows) x d of a head's matrix into shared memory (all threads help).
+template <class T>
+__device__ void stage(T* dst, const T* src, index_t r0, index_t rows, index_t d) {
+  const index_t ld = padded(d);
+  for (index_t k = threadIdx.x; k < rows * d; k += blockDim.x)
+    dst[(k / d) * ld + k % d] = src[(r0 + k / d) * d + k % d];
+}
+
+template <class T>
+struct ForwardArgs {
+  Problem<T> p;
+  const T *Q, *K, *V;
+  T *O, *L;
+  // Head 0's trace, when not null: per tile x row, the state before and after.
+  char* computed;
+  T *m_old, *m_new, *alpha, *l;
+  T *final_m, *final_l;
+};
+
+template <class T>
+__device__ void record(const ForwardArgs<T>& a, index_t tile, index_t r, T m_old, T alpha,
+                       const RowState<T>& st) {
+  const index_t k = tile * a.p.tiling.Br + r;
+  a.m_old[k] = m_old, a.m_new[k] = st.m, a.alpha[k] = alpha, a.l[k] = st.l;
+}
+
+template <class T>
+__global__ void forward_kernel(ForwardArgs<T> a) {
+  const Problem<T>& p = a.p;
+  const index_t i = blockIdx.x, head = blockIdx.y, d = p.d, ld = padded(d);
+  const Range rows = p.tiling.rows(i);
+  extern __shared__ unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);      // Br x ld
+  T* sO = sQ + p.tiling.Br * ld;           // Br x ld
+  T* sK = sO + p.tiling.Br * ld;           // Bc x ld
+  T* sV = sK + p.tiling.Bc * ld;           // Bc x ld
+  T* sS = sV + p.tiling.Bc * ld;           // Br x Bc: S_ij, then P_ij
+  const T* Q = a.Q + head * p.n * d;
+  const T* K = a.K + head * p.m * d;
+  const T* V = a.V + head * p.m * d;
+  const index_t r = threadIdx.x, q = rows.begin + r;
+  const bool active = r < rows.size();
+  stage(sQ, Q, rows.begin, rows.size(), d);
+  for (index_t x = 0; x < d; ++x) sO[r * ld + x] = T(0);  // O_i = 0
+  RowState<T> st;                                         // m = -inf, l = 0
+  const bool tracing = a.computed && head == 0;
+  for (index_t j = 0; j < p.tiling.Tc(); ++j) {
+    if (p.tiling.classify(p.mask, i, j) == TileKind::skipped) continue;  // the masked future
+    const Range cols = p.tiling.cols(j);
+    __syncthreads();  // everyone is done with the previous K_j, V_j
+    stage(sK, K, cols.begin, cols.size(), d);
+    stage(sV, V, cols.begin, cols.size(), d);
+    __syncthreads();
+    if (!active) continue;
+    const T m_old = st.m;
+    T* s = sS + r * p.tiling.Bc;
+    score_row(sQ + r * ld, sK, ld, cols.begin, cols.size(), d, p.scale, p.mask, q, s);
+    const T alpha = update_row(st, s, sV, ld, cols.size(), d, sO + r * ld, p.p_in);
+    if (tracing) {
+      if (r == 0) a.computed[i * p.tiling.Tc() + j] = 1;
+      record(a, i * p.tiling.Tc() + j, r, m_old, alpha, st);
+    }
+  }
+  if (!active) return;
+  const T L = finalize_row(st, sO + r * ld, d);  // O_i /= l, L = m + log(l)
+  for (index_t x = 0; x < d; ++x) a.O[(head * p.n + q) * d + x] = round_to(p.p_in, sO[r * ld + x]);
+  a.L[head * p.n + q] = L;
+  if (tracing) a.final_m[q] = st.m, a.final_l[q] = st.l;
+}
+
+// D = rowsum(dO * O), one thread per row of every head.
+template <class T>
+__global__ void d_kernel(const T* O, const T* dO, T* D, index_t rows, index_t d) {
+  const index_t row = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  T sum = T(0);
+  for (index_t x = 0; x < d; ++x) sum += dO[row * d + x] * O[row * d + x];
+  D[row] = sum;
+}
+
+template <class T>
+struct BackwardArgs {
+  Problem<T> p;
+  const T *Q, *K, *V, *L, *D, *dO;
+  T *dQ, *dK, *dV;
+  bool atomic_dq;
+};
+
+// One key tile j: dK_j, dV_j accumulate in shared memory over every query tile i that sees it.
+template <class T>
+__global__ void dkdv_kernel(BackwardArgs<T> a) {
+  const Problem<T>& p = a.p;
+  const index_t j = blockIdx.x, head = blockIdx.y, d = p.d, ld = padded(d);
+  const Range cols = p.tiling.cols(j);
+  extern __shared__ unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);  // Bc x ld
+  T* sV = sK + p.tiling.Bc * ld;       // Bc x ld
+  T* sdK = sV + p.tiling.Bc * ld;      // Bc x ld
+  T* sdV = sdK + p.tiling.Bc * ld;     // Bc x ld
+  T* sQ = sdV + p.tiling.Bc * ld;      // Br x ld
+  T* sdO = sQ + p.tiling.Br * ld;      // Br x ld
+  T* sL = sdO + p.tiling.Br * ld;      // Br
+  T* sD = sL + p.tiling.Br;            // Br
+  T* sdS = sD + p.tiling.Br;           // Br x Bc: dS_ij, for this key tile's part of dQ_i
+  const index_t c = threadIdx.x, k = cols.begin + c;
+  const bool active = c < cols.size();
+  const index_t qbase = head * p.n, kbase = head * p.m;
+  stage(sK, a.K + kbase * d, cols.begin, cols.size(), d);
+  stage(sV, a.V + kbase * d, cols.begin, cols.size(), d);
+  for (index_t x = 0; x < d; ++x) sdK[c * ld + x] = T(0), sdV[c * ld + x] = T(0);
+  for (index_t i = 0; i < p.tiling.Tr(); ++i) {
+    if (p.tiling.classify(p.mask, i, j) == TileKind::skipped) continue;
+    const Range rows = p.tiling.rows(i);
+    __syncthreads();
+    stage(sQ, a.Q + qbase * d, rows.begin, rows.size(), d);
+    stage(sdO, a.dO + qbase * d, rows.begin, rows.size(), d);
+    for (index_t r = threadIdx.x; r < rows.size(); r += blockDim.x)
+      sL[r] = a.L[qbase + rows.begin + r], sD[r] = a.D[qbase + rows.begin + r];
+    __syncthreads();
+    for (index_t r = 0; active && r < rows.size(); ++r) {
+      const index_t q = rows.begin + r;
+      sdS[r * p.tiling.Bc + c] = T(0);
+      if (p.mask.masked(q, k)) continue;  // P = 0: nothing to add
+      const T* q_row = sQ + r * ld;
+      const T* do_row = sdO + r * ld;
+      const T pf = recompute_p(score(q_row, sK + c * ld, d, p.scale), sL[r]);  // P = exp(S - L)
+      const T dp = score(do_row, sV + c * ld, d, T(1));                       // dP = dO V^T
+      const T ds = round_to(p.p_in, softmax_grad(pf, dp, sD[r]));            // dS = P (dP - D)
+      const T pr = round_to(p.p_in, pf);
+      for (index_t x = 0; x < d; ++x) {
+        sdV[c * ld + x] += pr * do_row[x];             // dV += P^T dO
+        sdK[c * ld + x] += p.scale * ds * q_row[x];  // dK += dS^T Q * scale
+      }
+      sdS[r * p.tiling.Bc + c] = ds;
+    }
+    if (!a.atomic_dq) continue;
+    __syncthreads();  // dQ_i += scale * dS_ij K_j: one global atomic per (row, x) and key tile
+    for (index_t k2 = threadIdx.x; k2 < rows.size() * d; k2 += blockDim.x) {
+      const index_t r = k2 / d, x = k2 % d;
+      T sum = T(0);
+      for (index_t c2 = 0; c2 < cols.size(); ++c2) sum += sdS[r * p.tiling.Bc + c2] * sK[c2 * ld + x];
+      atomicAdd(&a.dQ[(qbase + rows.begin + r) * d + x], p.scale * sum);
+    }
+  }
+  if (!active) return;
+  for (index_t x = 0; x < d; ++x) {
+    a.dK[(kbase + k) * d + x] = round_to(p.p_in, sdK[c * ld + x]);
+    a.dV[(kbase + k) * d + x] = round_to(p.p_in, sdV[c * ld + x]);
+  }
+}
+
+// Deterministic dQ: one thread per query row sums its key tiles in a fixed order.
+template <class T>
+__global__ void dq_kernel(BackwardArgs<T> a) {
+  const Problem<T>& p = a.p;
+  const index_t i = blockIdx.x, head = blockIdx.y, d = p.d, ld = padded(d);
+  const Range rows = p.tiling.rows(i);
+  extern __shared__ unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);  // Br x ld
+  T* sdO = sQ + p.tiling.Br * ld;      // Br x ld
+  T* sdQ = sdO + p.tiling.Br * ld;     // Br x ld
+  T* sK = sdQ + p.tiling.Br * ld;      // Bc x ld
+  T* sV = sK + p.tiling.Bc * ld;       // Bc x ld
+  const index_t r = threadIdx.x, q = rows.begin + r;
+  const bool active = r < rows.size();
+  const index_t qbase = head * p.n, kbase = head * p.m;
+  stage(sQ, a.Q + qbase * d, rows.begin, rows.size(), d);
+  stage(sdO, a.dO + qbase * d, rows.begin, rows.size(), d);
+  for (index_t x = 0; x < d; ++x) sdQ[r * ld + x] = T(0);
+  const T L = active ? a.L[qbase + q] : T(0), D = active ? a.D[qbase + q] : T(0);
+  for (index_t j = 0; j < p.tiling.Tc(); ++j) {
+    if (p.tiling.classify(p.mask, i, j) == TileKind::skipped) continue;
+    const Range cols = p.tiling.cols(j);
+    __syncthreads();
+    stage(sK, a.K + kbase * d, cols.begin, cols.size(), d);
+    stage(sV, a.V + kbase * d, cols.begin, cols.size(), d);
+    __syncthreads();
+    if (!active) continue;
+    for (index_t c = 0; c < cols.size(); ++c) {
+      if (p.mask.masked(q, cols.begin + c)) continue;
+      const T pf = recompute_p(score(sQ + r * ld, sK + c * ld, d, p.scale), L);
+      const T dp = score(sdO + r * ld, sV + c * ld, d, T(1));
+      const T ds = round_to(p.p_in, softmax_grad(pf, dp, D));
+      for (index_t x = 0; x < d; ++x) sdQ[r * ld + x] += p.scale * ds * sK[c * ld + x];
+    }
+  }
+  if (!active) return;
+  for (index_t x = 0; x < d; ++x) a.dQ[(qbase + q) * d + x] = round_to(p.p_in, sdQ[r * ld + x]);
+}
+
+}  // namespace fd::cuda

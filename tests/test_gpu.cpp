@@ -1,0 +1,188 @@
+// test_gpu.cpp — the CUDA teaching kernels against the fp64 CPU reference: odd shapes, both
+// alignments, fully masked rows, several heads, fp32 and fp64; the kernel's trace against the
+// CPU path's, event by event. Exits 77 (ctest: skipped) where no GPU is present.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <initializer_list>
+
+#include "check.hpp"
+#include "cuda/cuda_api.hpp"
+#include "flashdemo/flash_backward.hpp"
+#include "flashdemo/random.hpp"
+#include "flashdemo/reference.hpp"
+
+using namespace fd;
+
+namespace {
+
+struct Case {
+  index_t b, h, n, m, d, Br, Bc;
+};
+
+const Case kCases[] = {{1, 1, 100, 100, 32, 16, 24}, {2, 3, 37, 53, 5, 8, 16},
+                       {1, 2, 5, 5, 3, 16, 16},      {1, 1, 1, 7, 4, 4, 4},
+                       {1, 1, 20, 9, 4, 4, 8},       {2, 1, 9, 20, 64, 8, 8},
+                       {1, 1, 33, 33, 128, 16, 16},  {1, 1, 17, 30, 256, 8, 8}};
+
+template <class T>
+struct Heads {
+  std::vector<T> Q, K, V, dO;
+};
+
+template <class T>
+Heads<T> random_heads(const Case& c, std::uint32_t seed) {
+  TorchGenerator gen(seed);
+  auto draw = [&](index_t count) {
+    const auto x = gen.randn(count);
+    return std::vector<T>(x.begin(), x.end());
+  };
+  const index_t H = c.b * c.h;
+  return {draw(H * c.n * c.d), draw(H * c.m * c.d), draw(H * c.m * c.d), draw(H * c.n * c.d)};
+}
+
+template <class T>
+Mat<T> head(const std::vector<T>& x, index_t h, index_t rows, index_t d) {
+  return Eigen::Map<const Mat<T>>(x.data() + h * rows * d, rows, d);
+}
+
+template <class T>
+void check_case(const Case& c, const AttnParams& p, bool deterministic) {
+  const Heads<T> in = random_heads<T>(c, 17);
+  const cuda::Shape s{c.b, c.h, c.n, c.m, c.d};
+  const index_t H = c.b * c.h;
+  std::vector<T> O(in.Q.size()), L(std::size_t(H * c.n)), dQ(in.Q.size()), dK(in.K.size()),
+      dV(in.K.size()), D(L.size());
+  cuda::forward<T>(s, p, {c.Br, c.Bc}, {}, in.Q.data(), in.K.data(), in.V.data(), O.data(),
+                   L.data());
+  cuda::backward<T>(s, p, {c.Br, c.Bc}, {}, deterministic, in.Q.data(), in.K.data(), in.V.data(),
+                    O.data(), L.data(), in.dO.data(), dQ.data(), dK.data(), dV.data(), D.data());
+  for (index_t h = 0; h < H; ++h) {
+    const Mat<T> Q = head(in.Q, h, c.n, c.d), K = head(in.K, h, c.m, c.d),
+                 V = head(in.V, h, c.m, c.d), dO = head(in.dO, h, c.n, c.d);
+    const auto rf = reference_forward<double>(Q.template cast<double>(), K.template cast<double>(),
+                                              V.template cast<double>(), p);
+    const auto rb =
+        reference_backward<double>(Q.template cast<double>(), K.template cast<double>(),
+                                   V.template cast<double>(), dO.template cast<double>(), p);
+    const auto nf = reference_forward<T>(Q, K, V, p);
+    const auto nb = reference_backward<T>(Q, K, V, dO, p);
+    auto expect = [&](const Mat<T>& got, const Mat<double>& ref, const Mat<T>& naive,
+                      const char* what) {
+      test::check_close(
+          got, ref, test::tolerance<T>(ref.cwiseAbs().maxCoeff(), max_abs_error(naive, ref).value),
+          what);
+    };
+    const Vec<T> Lh = Eigen::Map<const Vec<T>>(L.data() + h * c.n, c.n);
+    expect(head(O, h, c.n, c.d), rf.O, nf.O, "O");
+    test::check_close(Lh, rf.L, test::tolerance<T>(10.0, max_abs_error(nf.L, rf.L).value), "L");
+    expect(head(dQ, h, c.n, c.d), rb.dQ, nb.dQ, "dQ");
+    expect(head(dK, h, c.m, c.d), rb.dK, nb.dK, "dK");
+    expect(head(dV, h, c.m, c.d), rb.dV, nb.dV, "dV");
+  }
+}
+
+// Every event of a forward trace, flattened to numbers, in order.
+class Flatten : public TraceSink {
+ public:
+  void on(const TileEvent& e) override {
+    add({double(e.i), double(e.j), double(int(e.kind))});
+    add(e.m_old), add(e.m_new), add(e.alpha), add(e.l);
+  }
+  void on(const TileSkippedEvent& e) override { add({-1.0, double(e.i), double(e.j)}); }
+  void on(const RowsFinalEvent& e) override {
+    add({-2.0, double(e.i)}), add(e.m), add(e.l), add(e.L);
+  }
+  std::vector<double> v;
+
+ private:
+  void add(const std::vector<double>& x) { v.insert(v.end(), x.begin(), x.end()); }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("kernels match the reference: odd shapes, masks, heads", T, float, double) {
+  for (const Case& c : kCases) {
+    for (bool causal : {false, true}) {
+      for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+        if (!causal && align == CausalAlign::bottom_right) continue;
+        for (bool det : {false, true}) {
+          INFO("b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                    << " Br=" << c.Br << " Bc=" << c.Bc << " causal=" << causal
+                    << " align=" << int(align) << " deterministic=" << det);
+          check_case<T>(c, AttnParams{causal, align, {}}, det);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fully masked rows: O = 0, L = -inf, zero gradients, no NaN") {
+  const Case c{1, 2, 11, 4, 8, 4, 2};
+  const Heads<double> in = random_heads<double>(c, 3);
+  const AttnParams p{true, CausalAlign::bottom_right, {}};
+  std::vector<double> O(in.Q.size()), L(22), dQ(in.Q.size()), dK(in.K.size()), dV(in.K.size()),
+      D(22);
+  cuda::forward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, in.Q.data(), in.K.data(), in.V.data(),
+                        O.data(), L.data());
+  cuda::backward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, false, in.Q.data(), in.K.data(),
+                         in.V.data(), O.data(), L.data(), in.dO.data(), dQ.data(), dK.data(),
+                         dV.data(), D.data());
+  for (index_t h = 0; h < 2; ++h)
+    for (index_t q = 0; q < 7; ++q) {
+      CHECK(std::isinf(L[std::size_t(h * 11 + q)]));
+      for (index_t x = 0; x < 8; ++x) {
+        CHECK(O[std::size_t((h * 11 + q) * 8 + x)] == 0.0);
+        CHECK(dQ[std::size_t((h * 11 + q) * 8 + x)] == 0.0);
+      }
+    }
+  for (double v : dK) CHECK_FALSE(std::isnan(v));
+}
+
+TEST_CASE("the kernel's trace equals the CPU path's, event by event") {
+  for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+    const Case c{1, 1, 19, 23, 4, 8, 6};
+    const Heads<double> in = random_heads<double>(c, 5);
+    const AttnParams p{true, align, {}};
+    const Mat<double> Q = head(in.Q, 0, 19, 4), K = head(in.K, 0, 23, 4), V = head(in.V, 0, 23, 4);
+    Flatten cpu, gpu;
+    flash_forward(Q, K, V, p, {8, 6}, &cpu);
+    std::vector<double> O(in.Q.size()), L(19);
+    cuda::KernelTrace trace;
+    cuda::forward<double>({1, 1, 19, 23, 4}, p, {8, 6}, {}, in.Q.data(), in.K.data(), in.V.data(),
+                          O.data(), L.data(), &trace);
+    cuda::replay(trace, p.mask_for(19, 23), L, gpu);
+    REQUIRE(cpu.v.size() == gpu.v.size());
+    for (std::size_t k = 0; k < cpu.v.size(); ++k) {
+      INFO("value " << k);
+      CHECK(abs_error(gpu.v[k], cpu.v[k]) <= 1e-12 * std::max(1.0, std::abs(cpu.v[k])));
+    }
+  }
+}
+
+TEST_CASE("deterministic mode is bit-reproducible") {
+  const Case c{1, 2, 64, 64, 32, 16, 16};
+  const Heads<float> in = random_heads<float>(c, 9);
+  const cuda::Shape s{1, 2, 64, 64, 32};
+  std::vector<float> O(in.Q.size()), L(128), D(128);
+  cuda::forward<float>(s, AttnParams{}, {16, 16}, {}, in.Q.data(), in.K.data(), in.V.data(),
+                       O.data(), L.data());
+  std::vector<float> a(in.Q.size()), b(in.Q.size()), k(in.K.size()), v(in.K.size());
+  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, true, in.Q.data(), in.K.data(), in.V.data(),
+                        O.data(), L.data(), in.dO.data(), a.data(), k.data(), v.data(), D.data());
+  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, true, in.Q.data(), in.K.data(), in.V.data(),
+                        O.data(), L.data(), in.dO.data(), b.data(), k.data(), v.data(), D.data());
+  CHECK(a == b);
+}
+
+int main(int argc, char** argv) {
+  const cuda::GpuInfo g = cuda::gpu_info();
+  if (!g.present) {
+    std::printf("no GPU (%s): the GPU tests are skipped\n", g.why.c_str());
+    return 77;
+  }
+  std::printf("GPU: %s\n", g.name.c_str());
+  doctest::Context context(argc, argv);
+  return context.run();
+}
