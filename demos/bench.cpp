@@ -13,9 +13,11 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <unistd.h>
 
 #include "attention_cli.hpp"
 #include "cuda/cuda_api.hpp"
+#include "flashdemo/fast/fast_attention.hpp"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/random.hpp"
 #include "flashdemo/reference.hpp"
@@ -38,7 +40,7 @@ struct BenchOptions {
   index_t b = 1, h = 1, n = 1024, m = 0, d = 64;
   bool causal = false, deterministic = false;
   cuda::Pass pass = cuda::Pass::fwd;
-  index_t threads = 1, reps = 20, warmup = 3;
+  index_t threads = 1, reps = 0, warmup = 3;  // reps 0: 20 on the GPU, 5 on the CPU
   index_t keys() const { return m ? m : n; }
   cuda::Shape shape() const { return {b, h, n, keys(), d}; }
   AttnParams params() const { return AttnParams{causal, CausalAlign::top_left, {}}; }
@@ -55,20 +57,6 @@ double flops(const BenchOptions& o) {
   return o.pass == cuda::Pass::bwd ? 2.5 * f : f;
 }
 
-// Peak resident memory of this process so far (VmHWM), in bytes.
-double peak_rss() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  double kb = 0;
-  while (status >> key) {
-    if (key == "VmHWM:") {
-      status >> kb;
-      return kb * 1024;
-    }
-    status.ignore(256, '\n');
-  }
-  return 0;
-}
 
 template <class T>
 struct Arrays {
@@ -144,11 +132,13 @@ void cpu_head(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out, index_
   std::copy(g.dV.data(), g.dV.data() + g.dV.size(), out.dV.begin() + std::ptrdiff_t(k0));
 }
 
+std::vector<double> time_cpu(const std::function<void()>& once, index_t warmup, index_t reps);
+
 template <class T>
 Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
   const std::size_t nq = a.Q.size(), nk = a.K.size(), rows = std::size_t(o.b * o.h * o.n);
   Outputs<T> out{std::vector<T>(nq), std::vector<T>(rows), std::vector<T>(nq),
-                 std::vector<T>(nk), std::vector<T>(nk),   std::vector<T>(rows)};
+                 std::vector<T>(nk), std::vector<T>(nk), std::vector<T>(rows)};
   if (o.device == Device::cuda) {
     const TileSizes tiles = cuda::default_tiles(o.d, sizeof(T));
     cuda::forward<T>(o.shape(), o.params(), tiles, Variant{}, a.Q.data(), a.K.data(), a.V.data(),
@@ -159,76 +149,172 @@ Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
                         out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
     return out;
   }
+  if (o.impl == Impl::fast) {
+    const fast::Shape fs{o.b, o.h, o.n, o.keys(), o.d};
+    const fast::Options fo{o.threads, {256, 256}};
+    fast::forward(fs, o.params(), fo, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
+                  out.L.data());
+    if (o.pass == cuda::Pass::bwd)
+      fast::backward(fs, o.params(), fo, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
+                     out.L.data(), a.dO.data(), out.dQ.data(), out.dK.data(), out.dV.data(),
+                     out.D.data());
+    return out;
+  }
   for (index_t head = 0; head < o.b * o.h; ++head) cpu_head(o, a, out, head);
   return out;
 }
 
+// A field of /proc/self/status in bytes: VmHWM (peak resident memory) or VmRSS (now).
+double status_bytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  double kb = 0;
+  while (status >> key) {
+    if (key == field) {
+      status >> kb;
+      return kb * 1024;
+    }
+    status.ignore(256, '\n');
+  }
+  return 0;
+}
+
+// Starts a fresh peak-memory measurement (Linux: writing 5 to clear_refs resets VmHWM) and
+// returns the resident memory now, which the peak is counted from.
+double reset_peak() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+  return status_bytes("VmRSS:");
+}
+
+// Times of `reps` runs after `warmup`; on a terminal, a progress bar on stderr once the runs
+// have taken more than a second.
 std::vector<double> time_cpu(const std::function<void()>& once, index_t warmup, index_t reps) {
   for (index_t k = 0; k < warmup; ++k) once();
   std::vector<double> ms;
+  const auto start = std::chrono::steady_clock::now();
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  bool shown = false;
   for (index_t k = 0; k < reps; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
     once();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    const auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (tty && std::chrono::duration<double>(t1 - start).count() > 1.0) {
+      const std::size_t width = 30, done = width * std::size_t(k + 1) / std::size_t(reps);
+      fmt::print(stderr, "\r  [{:<30}] {}/{}", std::string(done, '#'), k + 1, reps);
+      shown = true;
+    }
   }
+  if (shown) fmt::print(stderr, "\r{:<50}\r", "");
   return ms;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The machine's ceiling in the same run: per head C (n x d) = A (n x m) B (m x d), 2 n m d
+// FLOPs, on the same threads, checked on two rows against a double product. GFLOP/s.
+template <class T>
+double gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
+  const index_t n = o.n, m = o.keys(), d = o.d;
+  std::vector<T> A(std::size_t(n * m)), C(std::size_t(n * d));
+  for (std::size_t k = 0; k < A.size(); ++k) A[k] = a.Q[k % a.Q.size()];
+  const T* B = a.V.data();
+  fast::gemm(n, m, d, A.data(), B, C.data(), o.threads);
+  for (index_t r : {index_t(0), n - 1}) {
+    for (index_t x = 0; x < d; ++x) {
+      double ref = 0, mag = 0;
+      for (index_t k = 0; k < m; ++k)
+        ref += double(A[std::size_t(r * m + k)]) * double(B[std::size_t(k * d + x)]),
+            mag += std::abs(double(A[std::size_t(r * m + k)]) * double(B[std::size_t(k * d + x)]));
+      if (std::abs(double(C[std::size_t(r * d + x)]) - ref) > 1e-5 * mag + 1e-6)
+        throw Error(kCheckFailed, ui::tr(Msg::bench_unverified, ui::sci(std::abs(C[0] - ref)),
+                                         "C", ui::sci(1e-5 * mag)));
+    }
+  }
+  const double ms = median(time_cpu(
+      [&] {
+        for (index_t head = 0; head < o.b * o.h; ++head)
+          fast::gemm(n, m, d, A.data(), B, C.data(), o.threads);
+      },
+      1, reps));
+  return 2.0 * double(o.b * o.h) * double(n) * double(m) * double(d) / (ms * 1e6);
+}
+
+template <class T>
+void print_table(const BenchOptions& o, const nlohmann::json& j) {
+  ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), "impl", "device", "dtype",
+                             "pass", "b", "h", "n", "m", "d", "causal", "median ms", "min ms",
+                             "max ms", "GFLOP/s", "max error"));
+  ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), impl_name(o.impl),
+                             j["device"].get<std::string>(), dtype_name(o.dtype),
+                             j["pass"].get<std::string>(), o.b, o.h, o.n, o.keys(), o.d,
+                             o.causal ? "yes" : "no",
+                             fmt::format("{:.3f}", j["median_ms"].get<double>()),
+                             fmt::format("{:.3f}", j["min_ms"].get<double>()),
+                             fmt::format("{:.3f}", j["max_ms"].get<double>()),
+                             fmt::format("{:.1f}", j["tflops"].get<double>() * 1e3),
+                             ui::sci(j["max_error"].get<double>())));
+  if (j.contains("gemm_gflops"))
+    ui::result(Msg::bench_cpu_summary, format_bytes(j["peak_bytes"].get<double>()),
+               j["gemm_gflops"].get<double>(), 100.0 * j["of_gemm"].get<double>(), o.threads);
 }
 
 template <class T>
 void run_bench_as(const BenchOptions& o) {
   const Arrays<T> a = random_arrays<T>(o);
-  const Verdict v = verify_heads(o, a, run_once(o, a));
-  if (!v.pass)
-    throw Error(kCheckFailed,
-                ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst, ui::sci(v.bound)));
-  std::vector<double> ms;
-  if (o.device == Device::cuda) {
-    ms = cuda::time_kernels<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), o.pass,
-                               o.deterministic, a.Q.data(), a.K.data(), a.V.data(), a.dO.data(),
-                               int(o.warmup), int(o.reps))
-             .ms;
-  } else {
-    ms = time_cpu([&] { run_once(o, a); }, std::min<index_t>(o.warmup, 1), o.reps);
-  }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[sorted.size() / 2];
   nlohmann::json j = {{"impl", impl_name(o.impl)},
                       {"device", o.device == Device::cuda ? "cuda" : "cpu"},
                       {"dtype", dtype_name(o.dtype)},
                       {"pass", o.pass == cuda::Pass::fwd ? "fwd" : "bwd"},
-                      {"b", o.b},
-                      {"h", o.h},
-                      {"n", o.n},
-                      {"m", o.keys()},
-                      {"d", o.d},
-                      {"causal", o.causal},
-                      {"median_ms", median},
-                      {"min_ms", sorted.front()},
-                      {"max_ms", sorted.back()},
-                      {"reps", ms.size()},
-                      {"tflops", flops(o) / (median * 1e-3) / 1e12},
-                      {"verified", true},
-                      {"max_error", v.err},
-                      {"error_bound", v.bound}};
-  if (o.device == Device::cpu) j["peak_bytes"] = peak_rss(), j["threads"] = o.threads;
-  if (ui::settings().json) {
-    fmt::print("{}\n", j.dump());
-    return;
+                      {"b", o.b}, {"h", o.h}, {"n", o.n}, {"m", o.keys()}, {"d", o.d},
+                      {"causal", o.causal}};
+  if (o.impl == Impl::gemm) {
+    const double gflops = gemm_ceiling(o, a, o.reps);
+    const double ms = 2.0 * double(o.b * o.h * o.n * o.keys() * o.d) / (gflops * 1e6);
+    j.update({{"median_ms", ms}, {"min_ms", ms}, {"max_ms", ms}, {"reps", o.reps},
+              {"tflops", gflops / 1e3}, {"verified", true}, {"max_error", 0.0},
+              {"threads", o.threads}, {"peak_bytes", 0.0}});
+    return ui::settings().json ? fmt::print("{}\n", j.dump()) : print_table<T>(o, j);
   }
-  ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), "impl", "device", "dtype",
-                             "pass", "b", "h", "n", "m", "d", "causal", "median ms", "min ms",
-                             "max ms", "TFLOP/s", "verified"));
-  ui::result_raw(fmt::format(
-      fmt::runtime(ui::text(Msg::bench_header)), impl_name(o.impl), j["device"].get<std::string>(),
-      dtype_name(o.dtype), j["pass"].get<std::string>(), o.b, o.h, o.n, o.keys(), o.d,
-      o.causal ? "yes" : "no", fmt::format("{:.3f}", median), fmt::format("{:.3f}", sorted.front()),
-      fmt::format("{:.3f}", sorted.back()), fmt::format("{:.2f}", j["tflops"].get<double>()),
-      fmt::format("{}", ui::sci(v.err))));
+  const Verdict v = verify_heads(o, a, run_once(o, a));
+  if (!v.pass)
+    throw Error(kCheckFailed, ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst,
+                                     ui::sci(v.bound)));
+  const double rss_before = reset_peak();
+  std::vector<double> ms;
+  if (o.device == Device::cuda)
+    ms = cuda::time_kernels<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), o.pass,
+                               o.deterministic, a.Q.data(), a.K.data(), a.V.data(), a.dO.data(),
+                               int(o.warmup), int(o.reps))
+             .ms;
+  else
+    ms = time_cpu([&] { run_once(o, a); }, std::min<index_t>(o.warmup, 1), o.reps);
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  j.update({{"median_ms", median(ms)}, {"min_ms", sorted.front()}, {"max_ms", sorted.back()},
+            {"reps", ms.size()}, {"tflops", flops(o) / (median(ms) * 1e-3) / 1e12},
+            {"verified", true}, {"max_error", v.err}, {"error_bound", v.bound}});
+  if (o.device == Device::cpu) {
+    j["peak_bytes"] = std::max(0.0, status_bytes("VmHWM:") - rss_before);
+    j["threads"] = o.threads;
+    if (!ui::settings().json) {
+      const double ceiling = gemm_ceiling(o, a, std::min<index_t>(o.reps, 5));
+      j["gemm_gflops"] = ceiling;
+      j["of_gemm"] = j["tflops"].get<double>() * 1e3 / ceiling;
+    }
+  }
+  if (ui::settings().json) return fmt::print("{}\n", j.dump());
+  print_table<T>(o, j);
 }
 
 void check_impl(const BenchOptions& o) {
+  if (o.impl == Impl::reference) {  // standard attention: S and P, n x m each, per head
+    const double need = 2.0 * double(o.n) * double(o.keys()) * (o.dtype == DType::fp64 ? 8 : 4);
+    ensure_fits(need, ui::tr(Msg::bench_standard_what));
+  }
   const bool gpu_impl = o.impl == Impl::teaching;
   if (gpu_impl != (o.device == Device::cuda))
     throw Error(
@@ -271,10 +357,11 @@ void setup_bench(CLI::App& app) {
                          ui::tr(Msg::bench_opt_pass))
       ->default_str("fwd");
   add_count(sub, "--threads", o->threads, ui::tr(Msg::bench_opt_threads), 1024);
-  add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000);
+  add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000)->default_str("20 cuda, 5 cpu");
   sub->add_flag("--deterministic", o->deterministic, ui::tr(Msg::opt_deterministic));
   sub->footer(ui::tr(Msg::bench_examples));
   sub->callback([o] {
+    if (o->reps == 0) o->reps = o->device == Device::cuda ? 20 : 5;
     check_impl(*o);
     ensure_fits(double(o->b * o->h) * double(o->n + 2 * o->keys()) * double(o->d) * 8.0 * 4,
                 "the benchmark's arrays");

@@ -1,0 +1,168 @@
+// fast_attention.cpp — the fast CPU path (see fast_attention.hpp for the equations).
+#define EIGEN_DONT_PARALLELIZE  // the threads are ours, one GEMM per thread at a time
+#include "flashdemo/fast/fast_attention.hpp"
+
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <cmath>
+#include <vector>
+
+#include "flashdemo/online_softmax.hpp"
+
+namespace fd::fast {
+namespace {
+
+template <class T>
+using Tile = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using MapC = Eigen::Map<const Tile<T>>;
+template <class T>
+using Map = Eigen::Map<Tile<T>>;
+template <class T>
+using Col = Eigen::Array<T, Eigen::Dynamic, 1>;
+
+// Sets S(r, c) = -inf for the masked keys of a partial causal tile: per row one contiguous run.
+template <class T>
+void mask_tile(Tile<T>& S, const Mask& mask, Range rows, Range cols) {
+  for (index_t r = 0; r < rows.size(); ++r) {
+    const index_t visible = mask.visible_keys(rows.begin + r) - cols.begin;  // keys kept
+    const index_t keep = visible < 0 ? 0 : (visible > cols.size() ? cols.size() : visible);
+    S.row(r).tail(cols.size() - keep).setConstant(neg_inf<T>());
+  }
+}
+
+// One query tile of one head: the online softmax over its key tiles.
+template <class T>
+void forward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, const T* Q,
+                  const T* K, const T* V, T* O, T* L, index_t i) {
+  const Range rows = t.rows(i);
+  const index_t br = rows.size(), d = s.d;
+  const Tile<T> Qi = scale * MapC<T>(Q + rows.begin * d, br, d);  // fold the scale into Q
+  Tile<T> Oi = Tile<T>::Zero(br, d), S(br, t.Bc);
+  Col<T> m = Col<T>::Constant(br, neg_inf<T>()), l = Col<T>::Zero(br);
+  for (index_t j = 0; j < t.Tc(); ++j) {
+    const TileKind kind = t.classify(mask, i, j);
+    if (kind == TileKind::skipped) continue;
+    const Range cols = t.cols(j);
+    auto Sj = S.leftCols(cols.size());
+    Sj.noalias() = Qi * MapC<T>(K + cols.begin * d, cols.size(), d).transpose();  // S = Q K^T
+    if (kind == TileKind::partial) {
+      Tile<T> tmp = Sj;
+      mask_tile(tmp, mask, rows, cols);
+      Sj = tmp;
+    }
+    const Col<T> m_new = m.max(Sj.rowwise().maxCoeff().array());
+    // A row still at -inf (fully masked so far) is shifted by 0: exp(-inf) = 0, never NaN.
+    const Col<T> shift = (m_new == neg_inf<T>()).select(Col<T>::Zero(br), m_new);
+    const Col<T> alpha = (m - shift).exp();  // exp(m_old - m_new), 0 when m_old = -inf
+    Sj = (Sj.array().colwise() - shift).exp().matrix();  // P = exp(S - m_new)
+    l = alpha * l + Sj.rowwise().sum().array();
+    Oi = alpha.matrix().asDiagonal() * Oi;
+    Oi.noalias() += Sj * MapC<T>(V + cols.begin * d, cols.size(), d);  // O += P V
+    m = m_new;
+  }
+  const Col<T> inv = (l > T(0)).select(l.inverse(), Col<T>::Zero(br));
+  Map<T>(O + rows.begin * d, br, d) = inv.matrix().asDiagonal() * Oi;
+  for (index_t r = 0; r < br; ++r) L[rows.begin + r] = l(r) > T(0) ? m(r) + std::log(l(r)) : neg_inf<T>();
+}
+
+// One key tile of one head: dK_j and dV_j, and this thread's share of dQ.
+template <class T>
+void backward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, const T* Q,
+                   const T* K, const T* V, const T* L, const T* D, const T* dO, T* dQ_mine,
+                   T* dK, T* dV, index_t j) {
+  const Range cols = t.cols(j);
+  const index_t bc = cols.size(), d = s.d;
+  const MapC<T> Kj(K + cols.begin * d, bc, d), Vj(V + cols.begin * d, bc, d);
+  Tile<T> dKj = Tile<T>::Zero(bc, d), dVj = Tile<T>::Zero(bc, d), P, dP;
+  for (index_t i = 0; i < t.Tr(); ++i) {
+    const TileKind kind = t.classify(mask, i, j);
+    if (kind == TileKind::skipped) continue;
+    const Range rows = t.rows(i);
+    const index_t br = rows.size();
+    const MapC<T> Qi(Q + rows.begin * d, br, d), dOi(dO + rows.begin * d, br, d);
+    P.noalias() = scale * Qi * Kj.transpose();  // S = scale Q K^T
+    if (kind == TileKind::partial) mask_tile(P, mask, rows, cols);
+    Col<T> Li = Eigen::Map<const Col<T>>(L + rows.begin, br);
+    Li = (Li == neg_inf<T>()).select(Col<T>::Zero(br), Li);  // fully masked rows: S is -inf too
+    P = (P.array().colwise() - Li).exp().matrix();          // P = exp(S - L)
+    dVj.noalias() += P.transpose() * dOi;                    // dV += P^T dO
+    dP.noalias() = dOi * Vj.transpose();                     // dP = dO V^T
+    const Col<T> Di = Eigen::Map<const Col<T>>(D + rows.begin, br);
+    P = (P.array() * (dP.array().colwise() - Di)).matrix();  // dS = P (dP - D)
+    dKj.noalias() += scale * P.transpose() * Qi;             // dK += scale dS^T Q
+    Map<T>(dQ_mine + rows.begin * d, br, d).noalias() += scale * P * Kj;  // dQ += scale dS K
+  }
+  Map<T>(dK + cols.begin * d, bc, d) = dKj;
+  Map<T>(dV + cols.begin * d, bc, d) = dVj;
+}
+
+int thread_count(index_t threads) { return int(threads < 1 ? 1 : threads); }
+
+}  // namespace
+
+template <class T>
+void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
+             const T* V, T* O, T* L) {
+  const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
+  const Mask mask = p.mask_for(s.n, s.m);
+  const T scale = T(p.scale_for(s.d));
+  const index_t work = s.heads() * t.Tr();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o.threads))
+  for (index_t w = 0; w < work; ++w) {
+    const index_t head = w / t.Tr(), i = w % t.Tr();
+    forward_tile(s, mask, t, scale, Q + head * s.n * s.d, K + head * s.m * s.d,
+                 V + head * s.m * s.d, O + head * s.n * s.d, L + head * s.n, i);
+  }
+}
+
+template <class T>
+void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
+              const T* V, const T* O, const T* L, const T* dO, T* dQ, T* dK, T* dV, T* D) {
+  const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
+  const Mask mask = p.mask_for(s.n, s.m);
+  const T scale = T(p.scale_for(s.d));
+  const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
+  for (index_t r = 0; r < rows; ++r)  // D = rowsum(dO * O)
+    D[r] = (MapC<T>(dO + r * s.d, 1, s.d).array() * MapC<T>(O + r * s.d, 1, s.d).array()).sum();
+  std::vector<Tile<T>> dQ_per_thread(std::size_t(threads), Tile<T>::Zero(rows, s.d));
+  const index_t work = s.heads() * t.Tc();
+#pragma omp parallel for schedule(static, 1) num_threads(int(threads))
+  for (index_t w = 0; w < work; ++w) {
+    const index_t head = w / t.Tc(), j = w % t.Tc();
+    T* mine = dQ_per_thread[std::size_t(omp_get_thread_num())].data() + head * s.n * s.d;
+    backward_tile(s, mask, t, scale, Q + head * s.n * s.d, K + head * s.m * s.d,
+                  V + head * s.m * s.d, L + head * s.n, D + head * s.n, dO + head * s.n * s.d,
+                  mine, dK + head * s.m * s.d, dV + head * s.m * s.d, j);
+  }
+  Map<T> out(dQ, rows, s.d);  // the per-thread sums, added in thread order
+  out = dQ_per_thread[0];
+  for (std::size_t k = 1; k < dQ_per_thread.size(); ++k) out += dQ_per_thread[k];
+}
+
+template <class T>
+void gemm(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* C,
+          index_t threads) {
+  const int n = thread_count(threads);
+  const index_t chunk = (rows + n - 1) / n;
+#pragma omp parallel for schedule(static, 1) num_threads(n)
+  for (int k = 0; k < n; ++k) {
+    const index_t r0 = k * chunk, r1 = std::min(rows, r0 + chunk);
+    if (r0 >= r1) continue;
+    Map<T>(C + r0 * cols, r1 - r0, cols).noalias() =
+        MapC<T>(A + r0 * inner, r1 - r0, inner) * MapC<T>(B, inner, cols);
+  }
+}
+
+#define FD_INSTANTIATE(T)                                                                      \
+  template void forward(const Shape&, const AttnParams&, const Options&, const T*, const T*,   \
+                        const T*, T*, T*);                                                     \
+  template void backward(const Shape&, const AttnParams&, const Options&, const T*, const T*,  \
+                         const T*, const T*, const T*, const T*, T*, T*, T*, T*);              \
+  template void gemm(index_t, index_t, index_t, const T*, const T*, T*, index_t);
+FD_INSTANTIATE(float)
+FD_INSTANTIATE(double)
+#undef FD_INSTANTIATE
+
+}  // namespace fd::fast
