@@ -8,12 +8,12 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <unistd.h>
 
 #include "attention_cli.hpp"
 #include "cuda/cuda_api.hpp"
@@ -56,7 +56,6 @@ double flops(const BenchOptions& o) {
   if (o.causal && o.n == o.keys()) f /= 2;
   return o.pass == cuda::Pass::bwd ? 2.5 * f : f;
 }
-
 
 template <class T>
 struct Arrays {
@@ -138,7 +137,7 @@ template <class T>
 Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
   const std::size_t nq = a.Q.size(), nk = a.K.size(), rows = std::size_t(o.b * o.h * o.n);
   Outputs<T> out{std::vector<T>(nq), std::vector<T>(rows), std::vector<T>(nq),
-                 std::vector<T>(nk), std::vector<T>(nk), std::vector<T>(rows)};
+                 std::vector<T>(nk), std::vector<T>(nk),   std::vector<T>(rows)};
   if (o.device == Device::cuda) {
     const TileSizes tiles = cuda::default_tiles(o.d, sizeof(T));
     cuda::forward<T>(o.shape(), o.params(), tiles, Variant{}, a.Q.data(), a.K.data(), a.V.data(),
@@ -230,8 +229,8 @@ double gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
         ref += double(A[std::size_t(r * m + k)]) * double(B[std::size_t(k * d + x)]),
             mag += std::abs(double(A[std::size_t(r * m + k)]) * double(B[std::size_t(k * d + x)]));
       if (std::abs(double(C[std::size_t(r * d + x)]) - ref) > 1e-5 * mag + 1e-6)
-        throw Error(kCheckFailed, ui::tr(Msg::bench_unverified, ui::sci(std::abs(C[0] - ref)),
-                                         "C", ui::sci(1e-5 * mag)));
+        throw Error(kCheckFailed, ui::tr(Msg::bench_unverified, ui::sci(std::abs(C[0] - ref)), "C",
+                                         ui::sci(1e-5 * mag)));
     }
   }
   const double ms = median(time_cpu(
@@ -248,15 +247,14 @@ void print_table(const BenchOptions& o, const nlohmann::json& j) {
   ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), "impl", "device", "dtype",
                              "pass", "b", "h", "n", "m", "d", "causal", "median ms", "min ms",
                              "max ms", "GFLOP/s", "max error"));
-  ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), impl_name(o.impl),
-                             j["device"].get<std::string>(), dtype_name(o.dtype),
-                             j["pass"].get<std::string>(), o.b, o.h, o.n, o.keys(), o.d,
-                             o.causal ? "yes" : "no",
-                             fmt::format("{:.3f}", j["median_ms"].get<double>()),
-                             fmt::format("{:.3f}", j["min_ms"].get<double>()),
-                             fmt::format("{:.3f}", j["max_ms"].get<double>()),
-                             fmt::format("{:.1f}", j["tflops"].get<double>() * 1e3),
-                             ui::sci(j["max_error"].get<double>())));
+  ui::result_raw(fmt::format(
+      fmt::runtime(ui::text(Msg::bench_header)), impl_name(o.impl), j["device"].get<std::string>(),
+      dtype_name(o.dtype), j["pass"].get<std::string>(), o.b, o.h, o.n, o.keys(), o.d,
+      o.causal ? "yes" : "no", fmt::format("{:.3f}", j["median_ms"].get<double>()),
+      fmt::format("{:.3f}", j["min_ms"].get<double>()),
+      fmt::format("{:.3f}", j["max_ms"].get<double>()),
+      fmt::format("{:.1f}", j["tflops"].get<double>() * 1e3),
+      ui::sci(j["max_error"].get<double>())));
   if (j.contains("gemm_gflops"))
     ui::result(Msg::bench_cpu_summary, format_bytes(j["peak_bytes"].get<double>()),
                j["gemm_gflops"].get<double>(), 100.0 * j["of_gemm"].get<double>(), o.threads);
@@ -269,20 +267,30 @@ void run_bench_as(const BenchOptions& o) {
                       {"device", o.device == Device::cuda ? "cuda" : "cpu"},
                       {"dtype", dtype_name(o.dtype)},
                       {"pass", o.pass == cuda::Pass::fwd ? "fwd" : "bwd"},
-                      {"b", o.b}, {"h", o.h}, {"n", o.n}, {"m", o.keys()}, {"d", o.d},
+                      {"b", o.b},
+                      {"h", o.h},
+                      {"n", o.n},
+                      {"m", o.keys()},
+                      {"d", o.d},
                       {"causal", o.causal}};
   if (o.impl == Impl::gemm) {
     const double gflops = gemm_ceiling(o, a, o.reps);
     const double ms = 2.0 * double(o.b * o.h * o.n * o.keys() * o.d) / (gflops * 1e6);
-    j.update({{"median_ms", ms}, {"min_ms", ms}, {"max_ms", ms}, {"reps", o.reps},
-              {"tflops", gflops / 1e3}, {"verified", true}, {"max_error", 0.0},
-              {"threads", o.threads}, {"peak_bytes", 0.0}});
+    j.update({{"median_ms", ms},
+              {"min_ms", ms},
+              {"max_ms", ms},
+              {"reps", o.reps},
+              {"tflops", gflops / 1e3},
+              {"verified", true},
+              {"max_error", 0.0},
+              {"threads", o.threads},
+              {"peak_bytes", 0.0}});
     return ui::settings().json ? fmt::print("{}\n", j.dump()) : print_table<T>(o, j);
   }
   const Verdict v = verify_heads(o, a, run_once(o, a));
   if (!v.pass)
-    throw Error(kCheckFailed, ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst,
-                                     ui::sci(v.bound)));
+    throw Error(kCheckFailed,
+                ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst, ui::sci(v.bound)));
   const double rss_before = reset_peak();
   std::vector<double> ms;
   if (o.device == Device::cuda)
@@ -294,9 +302,14 @@ void run_bench_as(const BenchOptions& o) {
     ms = time_cpu([&] { run_once(o, a); }, std::min<index_t>(o.warmup, 1), o.reps);
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  j.update({{"median_ms", median(ms)}, {"min_ms", sorted.front()}, {"max_ms", sorted.back()},
-            {"reps", ms.size()}, {"tflops", flops(o) / (median(ms) * 1e-3) / 1e12},
-            {"verified", true}, {"max_error", v.err}, {"error_bound", v.bound}});
+  j.update({{"median_ms", median(ms)},
+            {"min_ms", sorted.front()},
+            {"max_ms", sorted.back()},
+            {"reps", ms.size()},
+            {"tflops", flops(o) / (median(ms) * 1e-3) / 1e12},
+            {"verified", true},
+            {"max_error", v.err},
+            {"error_bound", v.bound}});
   if (o.device == Device::cpu) {
     j["peak_bytes"] = std::max(0.0, status_bytes("VmHWM:") - rss_before);
     j["threads"] = o.threads;
@@ -357,7 +370,8 @@ void setup_bench(CLI::App& app) {
                          ui::tr(Msg::bench_opt_pass))
       ->default_str("fwd");
   add_count(sub, "--threads", o->threads, ui::tr(Msg::bench_opt_threads), 1024);
-  add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000)->default_str("20 cuda, 5 cpu");
+  add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000)
+      ->default_str("20 cuda, 5 cpu");
   sub->add_flag("--deterministic", o->deterministic, ui::tr(Msg::opt_deterministic));
   sub->footer(ui::tr(Msg::bench_examples));
   sub->callback([o] {

@@ -38,8 +38,7 @@ struct DeviceArray {
     if (count) check(cudaMemcpy(ptr, host, count * sizeof(T), cudaMemcpyHostToDevice), "upload");
   }
   void download(T* host) const {
-    if (count)
-      check(cudaMemcpy(host, ptr, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    if (count) check(cudaMemcpy(host, ptr, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
   }
   std::vector<double> to_doubles() const {
     std::vector<T> h(count);
@@ -64,8 +63,13 @@ template <class T>
 Problem<T> problem(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v) {
   if (tiles.Br > 1024 || tiles.Bc > 1024)
     throw CudaError("tiles of more than 1024 rows or keys do not fit one thread block");
-  return {s.n, s.m, s.d, Tiling{s.n, s.m, tiles.Br, tiles.Bc}, params.mask_for(s.n, s.m),
-          T(params.scale_for(s.d)), v.p_in};
+  return {s.n,
+          s.m,
+          s.d,
+          Tiling{s.n, s.m, tiles.Br, tiles.Bc},
+          params.mask_for(s.n, s.m),
+          T(params.scale_for(s.d)),
+          v.p_in};
 }
 
 // Raises a kernel's dynamic shared-memory limit to what it needs, or says why it cannot run.
@@ -120,8 +124,9 @@ void launch_backward(BackwardArgs<T> a, const Shape& s, T* D, const T* O, bool d
   if (a.atomic_dq) check(cudaMemsetAsync(a.dQ, 0, sizeof(T) * rows * s.d), "cudaMemset");
   const std::size_t kv_bytes = dkdv_smem(a.p);
   allow_smem(dkdv_kernel<T>, kv_bytes, {a.p.tiling.Br, a.p.tiling.Bc}, s.d);
-  dkdv_kernel<T><<<dim3(unsigned(a.p.tiling.Tc()), unsigned(s.heads())),
-                   unsigned(a.p.tiling.Bc), kv_bytes>>>(a);
+  dkdv_kernel<T>
+      <<<dim3(unsigned(a.p.tiling.Tc()), unsigned(s.heads())), unsigned(a.p.tiling.Bc), kv_bytes>>>(
+          a);
   if (deterministic) {
     const std::size_t q_bytes = dq_smem(a.p);
     allow_smem(dq_kernel<T>, q_bytes, {a.p.tiling.Br, a.p.tiling.Bc}, s.d);
@@ -145,7 +150,7 @@ GpuInfo gpu_info() {
   g.driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    g.why = driver == 0 ? "no NVIDIA driver on this machine"
+    g.why = driver == 0        ? "no NVIDIA driver on this machine"
             : e != cudaSuccess ? cudaGetErrorString(e)
                                : "no CUDA device found";
     return g;
@@ -174,7 +179,8 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
              const T* K, const T* V, T* O, T* L, KernelTrace* trace) {
   require_gpu();
   const Problem<T> p = problem<T>(s, params, tiles, v);
-  const std::size_t nq = std::size_t(s.heads() * s.n * s.d), nk = std::size_t(s.heads() * s.m * s.d);
+  const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
+                    nk = std::size_t(s.heads() * s.m * s.d);
   DeviceArray<T> dQ(Q, nq), dK(K, nk), dV(V, nk), dO(nq), dL(std::size_t(s.heads() * s.n));
   const std::size_t tiles_n = std::size_t(p.tiling.Tr() * p.tiling.Tc());
   const std::size_t slots = trace ? tiles_n * std::size_t(p.tiling.Br) : 0;
@@ -182,8 +188,8 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
   DeviceArray<T> m_old(slots), m_new(slots), alpha(slots), l(slots), fm(trace ? s.n : 0),
       fl(trace ? s.n : 0);
   if (trace) check(cudaMemset(computed.ptr, 0, tiles_n), "cudaMemset");
-  launch_forward(ForwardArgs<T>{p, dQ.ptr, dK.ptr, dV.ptr, dO.ptr, dL.ptr, computed.ptr,
-                                m_old.ptr, m_new.ptr, alpha.ptr, l.ptr, fm.ptr, fl.ptr},
+  launch_forward(ForwardArgs<T>{p, dQ.ptr, dK.ptr, dV.ptr, dO.ptr, dL.ptr, computed.ptr, m_old.ptr,
+                                m_new.ptr, alpha.ptr, l.ptr, fm.ptr, fl.ptr},
                  s);
   check_launch("the forward kernel");
   dO.download(O);
@@ -203,7 +209,8 @@ void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant
               const T* dO, T* dQ, T* dK, T* dV, T* D) {
   require_gpu();
   const Problem<T> p = problem<T>(s, params, tiles, v);
-  const std::size_t nq = std::size_t(s.heads() * s.n * s.d), nk = std::size_t(s.heads() * s.m * s.d);
+  const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
+                    nk = std::size_t(s.heads() * s.m * s.d);
   const std::size_t rows = std::size_t(s.heads() * s.n);
   DeviceArray<T> gQ(Q, nq), gK(K, nk), gV(V, nk), gO(O, nq), gL(L, rows), gdO(dO, nq);
   DeviceArray<T> gdQ(nq), gdK(nk), gdV(nk), gD(rows);
@@ -216,18 +223,19 @@ void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant
 
 template <class T>
 Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Pass pass,
-                    bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
-                    int warmup, int reps) {
+                    bool deterministic, const T* Q, const T* K, const T* V, const T* dO, int warmup,
+                    int reps) {
   require_gpu();
   const Problem<T> p = problem<T>(s, params, tiles, Variant{});
-  const std::size_t nq = std::size_t(s.heads() * s.n * s.d), nk = std::size_t(s.heads() * s.m * s.d);
+  const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
+                    nk = std::size_t(s.heads() * s.m * s.d);
   const std::size_t rows = std::size_t(s.heads() * s.n);
-  DeviceArray<T> gQ(Q, nq), gK(K, nk), gV(V, nk), gO(nq), gL(rows), gdO(dO, nq), gdQ(nq),
-      gdK(nk), gdV(nk), gD(rows);
-  const ForwardArgs<T> fa{p, gQ.ptr, gK.ptr, gV.ptr, gO.ptr, gL.ptr, nullptr, nullptr, nullptr,
-                          nullptr, nullptr, nullptr, nullptr};
-  const BackwardArgs<T> ba{p, gQ.ptr, gK.ptr, gV.ptr, gL.ptr, gD.ptr, gdO.ptr, gdQ.ptr,
-                           gdK.ptr, gdV.ptr, true};
+  DeviceArray<T> gQ(Q, nq), gK(K, nk), gV(V, nk), gO(nq), gL(rows), gdO(dO, nq), gdQ(nq), gdK(nk),
+      gdV(nk), gD(rows);
+  const ForwardArgs<T> fa{p,       gQ.ptr,  gK.ptr,  gV.ptr,  gO.ptr,  gL.ptr, nullptr,
+                          nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  const BackwardArgs<T> ba{p,       gQ.ptr,  gK.ptr,  gV.ptr,  gL.ptr, gD.ptr,
+                           gdO.ptr, gdQ.ptr, gdK.ptr, gdV.ptr, true};
   launch_forward(fa, s);  // O and L for the backward
   check_launch("the forward kernel");
   auto once = [&] {
@@ -257,13 +265,13 @@ Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, P
   return t;
 }
 
-#define FD_INSTANTIATE(T)                                                                      \
-  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*,         \
-                        const T*, const T*, T*, T*, KernelTrace*);                             \
-  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,  \
-                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);    \
-  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool,         \
-                               const T*, const T*, const T*, const T*, int, int);
+#define FD_INSTANTIATE(T)                                                                        \
+  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, \
+                        const T*, T*, T*, KernelTrace*);                                         \
+  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
+                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);      \
+  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, \
+                               const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 #undef FD_INSTANTIATE

@@ -32,7 +32,9 @@ struct Problem {
 
 // Shared-memory rows are padded by one element so that the threads of a warp, each on its own
 // row, fall in different banks.
-__host__ __device__ inline index_t padded(index_t d) { return d + 1; }
+__host__ __device__ inline index_t padded(index_t d) {
+  return d + 1;
+}
 
 // Copies rows [r0, r0 + rows) x d of a head's matrix into shared memory (all threads help).
 template <class T>
@@ -66,11 +68,11 @@ __global__ void forward_kernel(ForwardArgs<T> a) {
   const index_t i = blockIdx.x, head = blockIdx.y, d = p.d, ld = padded(d);
   const Range rows = p.tiling.rows(i);
   extern __shared__ unsigned char smem[];
-  T* sQ = reinterpret_cast<T*>(smem);      // Br x ld
-  T* sO = sQ + p.tiling.Br * ld;           // Br x ld
-  T* sK = sO + p.tiling.Br * ld;           // Bc x ld
-  T* sV = sK + p.tiling.Bc * ld;           // Bc x ld
-  T* sS = sV + p.tiling.Bc * ld;           // Br x Bc: S_ij, then P_ij
+  T* sQ = reinterpret_cast<T*>(smem);  // Br x ld
+  T* sO = sQ + p.tiling.Br * ld;       // Br x ld
+  T* sK = sO + p.tiling.Br * ld;       // Bc x ld
+  T* sV = sK + p.tiling.Bc * ld;       // Bc x ld
+  T* sS = sV + p.tiling.Bc * ld;       // Br x Bc: S_ij, then P_ij
   const T* Q = a.Q + head * p.n * d;
   const T* K = a.K + head * p.m * d;
   const T* V = a.V + head * p.m * d;
@@ -160,11 +162,11 @@ __global__ void dkdv_kernel(BackwardArgs<T> a) {
       const T* q_row = sQ + r * ld;
       const T* do_row = sdO + r * ld;
       const T pf = recompute_p(score(q_row, sK + c * ld, d, p.scale), sL[r]);  // P = exp(S - L)
-      const T dp = score(do_row, sV + c * ld, d, T(1));                       // dP = dO V^T
-      const T ds = round_to(p.p_in, softmax_grad(pf, dp, sD[r]));            // dS = P (dP - D)
+      const T dp = score(do_row, sV + c * ld, d, T(1));                        // dP = dO V^T
+      const T ds = round_to(p.p_in, softmax_grad(pf, dp, sD[r]));              // dS = P (dP - D)
       const T pr = round_to(p.p_in, pf);
       for (index_t x = 0; x < d; ++x) {
-        sdV[c * ld + x] += pr * do_row[x];             // dV += P^T dO
+        sdV[c * ld + x] += pr * do_row[x];           // dV += P^T dO
         sdK[c * ld + x] += p.scale * ds * q_row[x];  // dK += dS^T Q * scale
       }
       sdS[r * p.tiling.Bc + c] = ds;
@@ -174,7 +176,8 @@ __global__ void dkdv_kernel(BackwardArgs<T> a) {
     for (index_t k2 = threadIdx.x; k2 < rows.size() * d; k2 += blockDim.x) {
       const index_t r = k2 / d, x = k2 % d;
       T sum = T(0);
-      for (index_t c2 = 0; c2 < cols.size(); ++c2) sum += sdS[r * p.tiling.Bc + c2] * sK[c2 * ld + x];
+      for (index_t c2 = 0; c2 < cols.size(); ++c2)
+        sum += sdS[r * p.tiling.Bc + c2] * sK[c2 * ld + x];
       atomicAdd(&a.dQ[(qbase + rows.begin + r) * d + x], p.scale * sum);
     }
   }

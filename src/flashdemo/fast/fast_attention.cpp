@@ -5,7 +5,9 @@
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "flashdemo/online_softmax.hpp"
@@ -38,7 +40,7 @@ void forward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, co
                   const T* K, const T* V, T* O, T* L, index_t i) {
   const Range rows = t.rows(i);
   const index_t br = rows.size(), d = s.d;
-  const Tile<T> Qi = scale * MapC<T>(Q + rows.begin * d, br, d);  // fold the scale into Q
+  const MapC<T> Qi(Q + rows.begin * d, br, d);
   Tile<T> Oi = Tile<T>::Zero(br, d), S(br, t.Bc);
   Col<T> m = Col<T>::Constant(br, neg_inf<T>()), l = Col<T>::Zero(br);
   for (index_t j = 0; j < t.Tc(); ++j) {
@@ -46,7 +48,8 @@ void forward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, co
     if (kind == TileKind::skipped) continue;
     const Range cols = t.cols(j);
     auto Sj = S.leftCols(cols.size());
-    Sj.noalias() = Qi * MapC<T>(K + cols.begin * d, cols.size(), d).transpose();  // S = Q K^T
+    Sj.noalias() = Qi * MapC<T>(K + cols.begin * d, cols.size(), d).transpose();
+    Sj *= scale;  // S = scale (Q K^T): the scale rounds once, as in the reference
     if (kind == TileKind::partial) {
       Tile<T> tmp = Sj;
       mask_tile(tmp, mask, rows, cols);
@@ -55,7 +58,7 @@ void forward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, co
     const Col<T> m_new = m.max(Sj.rowwise().maxCoeff().array());
     // A row still at -inf (fully masked so far) is shifted by 0: exp(-inf) = 0, never NaN.
     const Col<T> shift = (m_new == neg_inf<T>()).select(Col<T>::Zero(br), m_new);
-    const Col<T> alpha = (m - shift).exp();  // exp(m_old - m_new), 0 when m_old = -inf
+    const Col<T> alpha = (m - shift).exp();              // exp(m_old - m_new), 0 when m_old = -inf
     Sj = (Sj.array().colwise() - shift).exp().matrix();  // P = exp(S - m_new)
     l = alpha * l + Sj.rowwise().sum().array();
     Oi = alpha.matrix().asDiagonal() * Oi;
@@ -64,41 +67,46 @@ void forward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, co
   }
   const Col<T> inv = (l > T(0)).select(l.inverse(), Col<T>::Zero(br));
   Map<T>(O + rows.begin * d, br, d) = inv.matrix().asDiagonal() * Oi;
-  for (index_t r = 0; r < br; ++r) L[rows.begin + r] = l(r) > T(0) ? m(r) + std::log(l(r)) : neg_inf<T>();
+  for (index_t r = 0; r < br; ++r)
+    L[rows.begin + r] = l(r) > T(0) ? m(r) + std::log(l(r)) : neg_inf<T>();
 }
 
 // One key tile of one head: dK_j and dV_j, and this thread's share of dQ.
 template <class T>
 void backward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, const T* Q,
-                   const T* K, const T* V, const T* L, const T* D, const T* dO, T* dQ_mine,
+                   const T* K, const T* V, const T* L, const T* D, const T* dO, double* dQ_mine,
                    T* dK, T* dV, index_t j) {
   const Range cols = t.cols(j);
   const index_t bc = cols.size(), d = s.d;
   const MapC<T> Kj(K + cols.begin * d, bc, d), Vj(V + cols.begin * d, bc, d);
-  Tile<T> dKj = Tile<T>::Zero(bc, d), dVj = Tile<T>::Zero(bc, d), P, dP;
+  Tile<T> dKj = Tile<T>::Zero(bc, d), dVj = Tile<T>::Zero(bc, d), P, dP, dQi;
   for (index_t i = 0; i < t.Tr(); ++i) {
     const TileKind kind = t.classify(mask, i, j);
     if (kind == TileKind::skipped) continue;
     const Range rows = t.rows(i);
     const index_t br = rows.size();
     const MapC<T> Qi(Q + rows.begin * d, br, d), dOi(dO + rows.begin * d, br, d);
-    P.noalias() = scale * Qi * Kj.transpose();  // S = scale Q K^T
+    P.noalias() = Qi * Kj.transpose();  // S formed exactly as the forward formed it, so that
+    P *= scale;                         // exp(S - L) matches the L the forward saved
     if (kind == TileKind::partial) mask_tile(P, mask, rows, cols);
     Col<T> Li = Eigen::Map<const Col<T>>(L + rows.begin, br);
     Li = (Li == neg_inf<T>()).select(Col<T>::Zero(br), Li);  // fully masked rows: S is -inf too
-    P = (P.array().colwise() - Li).exp().matrix();          // P = exp(S - L)
+    P = (P.array().colwise() - Li).exp().matrix();           // P = exp(S - L)
     dVj.noalias() += P.transpose() * dOi;                    // dV += P^T dO
     dP.noalias() = dOi * Vj.transpose();                     // dP = dO V^T
     const Col<T> Di = Eigen::Map<const Col<T>>(D + rows.begin, br);
     P = (P.array() * (dP.array().colwise() - Di)).matrix();  // dS = P (dP - D)
     dKj.noalias() += scale * P.transpose() * Qi;             // dK += scale dS^T Q
-    Map<T>(dQ_mine + rows.begin * d, br, d).noalias() += scale * P * Kj;  // dQ += scale dS K
+    dQi.noalias() = scale * P * Kj;  // dQ += scale dS K, summed across key tiles in double
+    Map<double>(dQ_mine + rows.begin * d, br, d) += dQi.template cast<double>();
   }
   Map<T>(dK + cols.begin * d, bc, d) = dKj;
   Map<T>(dV + cols.begin * d, bc, d) = dVj;
 }
 
-int thread_count(index_t threads) { return int(threads < 1 ? 1 : threads); }
+int thread_count(index_t threads) {
+  return int(threads < 1 ? 1 : threads);
+}
 
 }  // namespace
 
@@ -124,21 +132,24 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
-  for (index_t r = 0; r < rows; ++r)  // D = rowsum(dO * O)
-    D[r] = (MapC<T>(dO + r * s.d, 1, s.d).array() * MapC<T>(O + r * s.d, 1, s.d).array()).sum();
-  std::vector<Tile<T>> dQ_per_thread(std::size_t(threads), Tile<T>::Zero(rows, s.d));
+  for (index_t r = 0; r < rows; ++r) {  // D = rowsum(dO * O), summed in double: dP - D cancels
+    double sum = 0;
+    for (index_t x = 0; x < s.d; ++x) sum += double(dO[r * s.d + x]) * double(O[r * s.d + x]);
+    D[r] = T(sum);
+  }
+  std::vector<Tile<double>> dQ_per_thread(std::size_t(threads), Tile<double>::Zero(rows, s.d));
   const index_t work = s.heads() * t.Tc();
 #pragma omp parallel for schedule(static, 1) num_threads(int(threads))
   for (index_t w = 0; w < work; ++w) {
     const index_t head = w / t.Tc(), j = w % t.Tc();
-    T* mine = dQ_per_thread[std::size_t(omp_get_thread_num())].data() + head * s.n * s.d;
+    double* mine = dQ_per_thread[std::size_t(omp_get_thread_num())].data() + head * s.n * s.d;
     backward_tile(s, mask, t, scale, Q + head * s.n * s.d, K + head * s.m * s.d,
-                  V + head * s.m * s.d, L + head * s.n, D + head * s.n, dO + head * s.n * s.d,
-                  mine, dK + head * s.m * s.d, dV + head * s.m * s.d, j);
+                  V + head * s.m * s.d, L + head * s.n, D + head * s.n, dO + head * s.n * s.d, mine,
+                  dK + head * s.m * s.d, dV + head * s.m * s.d, j);
   }
-  Map<T> out(dQ, rows, s.d);  // the per-thread sums, added in thread order
-  out = dQ_per_thread[0];
-  for (std::size_t k = 1; k < dQ_per_thread.size(); ++k) out += dQ_per_thread[k];
+  Tile<double> sum = dQ_per_thread[0];  // the per-thread sums, added in thread order
+  for (std::size_t k = 1; k < dQ_per_thread.size(); ++k) sum += dQ_per_thread[k];
+  Map<T>(dQ, rows, s.d) = sum.template cast<T>();
 }
 
 template <class T>
@@ -155,11 +166,11 @@ void gemm(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* 
   }
 }
 
-#define FD_INSTANTIATE(T)                                                                      \
-  template void forward(const Shape&, const AttnParams&, const Options&, const T*, const T*,   \
-                        const T*, T*, T*);                                                     \
-  template void backward(const Shape&, const AttnParams&, const Options&, const T*, const T*,  \
-                         const T*, const T*, const T*, const T*, T*, T*, T*, T*);              \
+#define FD_INSTANTIATE(T)                                                                     \
+  template void forward(const Shape&, const AttnParams&, const Options&, const T*, const T*,  \
+                        const T*, T*, T*);                                                    \
+  template void backward(const Shape&, const AttnParams&, const Options&, const T*, const T*, \
+                         const T*, const T*, const T*, const T*, T*, T*, T*, T*);             \
   template void gemm(index_t, index_t, index_t, const T*, const T*, T*, index_t);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
