@@ -136,8 +136,10 @@ std::vector<double> time_cpu(const std::function<void()>& once, index_t warmup, 
 template <class T>
 Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
   const std::size_t nq = a.Q.size(), nk = a.K.size(), rows = std::size_t(o.b * o.h * o.n);
-  Outputs<T> out{std::vector<T>(nq), std::vector<T>(rows), std::vector<T>(nq),
-                 std::vector<T>(nk), std::vector<T>(nk),   std::vector<T>(rows)};
+  const bool bwd = o.pass == cuda::Pass::bwd;  // gradients only when they are computed
+  Outputs<T> out{std::vector<T>(nq),          std::vector<T>(rows),
+                 std::vector<T>(bwd ? nq : 0), std::vector<T>(bwd ? nk : 0),
+                 std::vector<T>(bwd ? nk : 0), std::vector<T>(bwd ? rows : 0)};
   if (o.device == Device::cuda) {
     const TileSizes tiles = cuda::default_tiles(o.d, sizeof(T));
     cuda::forward<T>(o.shape(), o.params(), tiles, Variant{}, a.Q.data(), a.K.data(), a.V.data(),
@@ -311,7 +313,12 @@ void run_bench_as(const BenchOptions& o) {
             {"max_error", v.err},
             {"error_bound", v.bound}});
   if (o.device == Device::cpu) {
-    j["peak_bytes"] = std::max(0.0, status_bytes("VmHWM:") - rss_before);
+    // Beyond inputs and outputs: each run allocates its outputs (O, L and the gradients).
+    const double outputs = double(sizeof(T)) * double(o.b * o.h) *
+                           (o.pass == cuda::Pass::bwd
+                                ? double(2 * o.n * o.d + 2 * o.keys() * o.d + 2 * o.n)
+                                : double(o.n * o.d + o.n));
+    j["peak_bytes"] = std::max(0.0, status_bytes("VmHWM:") - rss_before - outputs);
     j["threads"] = o.threads;
     if (!ui::settings().json) {
       const double ceiling = gemm_ceiling(o, a, std::min<index_t>(o.reps, 5));

@@ -101,6 +101,9 @@ TEST_CASE("malformed and unsupported files give one clear message naming the pro
        "3 dimensions"},
       {npy_bytes("{'fortran_order': False, 'shape': (2, 3), }", 48), "'descr'"},
       {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }", 48), "shape"},
+      // found by tests/fuzz/fuzz_npy.cpp: a shape that is no tuple once threw std::out_of_range
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': ,, 64)( }", 48), "shape"},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': 3, }", 24), "not a tuple"},
   };
   for (const Case& c : cases) {
     write_bytes(p, c.bytes);

@@ -39,6 +39,8 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 
 std::vector<index_t> parse_shape(const std::string& text, const std::string& path) {
   std::vector<index_t> shape;
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')')
+    fail(path, "shape " + text + " is not a tuple of sizes");
   std::string inner = text.substr(1, text.size() - 2);
   std::stringstream ss(inner);
   for (std::string item; std::getline(ss, item, ',');) {
