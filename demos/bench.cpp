@@ -137,7 +137,7 @@ template <class T>
 Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
   const std::size_t nq = a.Q.size(), nk = a.K.size(), rows = std::size_t(o.b * o.h * o.n);
   const bool bwd = o.pass == cuda::Pass::bwd;  // gradients only when they are computed
-  Outputs<T> out{std::vector<T>(nq),          std::vector<T>(rows),
+  Outputs<T> out{std::vector<T>(nq),           std::vector<T>(rows),
                  std::vector<T>(bwd ? nq : 0), std::vector<T>(bwd ? nk : 0),
                  std::vector<T>(bwd ? nk : 0), std::vector<T>(bwd ? rows : 0)};
   if (o.device == Device::cuda) {
@@ -314,10 +314,10 @@ void run_bench_as(const BenchOptions& o) {
             {"error_bound", v.bound}});
   if (o.device == Device::cpu) {
     // Beyond inputs and outputs: each run allocates its outputs (O, L and the gradients).
-    const double outputs = double(sizeof(T)) * double(o.b * o.h) *
-                           (o.pass == cuda::Pass::bwd
-                                ? double(2 * o.n * o.d + 2 * o.keys() * o.d + 2 * o.n)
-                                : double(o.n * o.d + o.n));
+    const double outputs =
+        double(sizeof(T)) * double(o.b * o.h) *
+        (o.pass == cuda::Pass::bwd ? double(2 * o.n * o.d + 2 * o.keys() * o.d + 2 * o.n)
+                                   : double(o.n * o.d + o.n));
     j["peak_bytes"] = std::max(0.0, status_bytes("VmHWM:") - rss_before - outputs);
     j["threads"] = o.threads;
     if (!ui::settings().json) {

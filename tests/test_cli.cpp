@@ -324,7 +324,8 @@ TEST_CASE("--break shows the drift and explains it; --break list lists the mista
   const Run nod = run("backward --break no-d --trace none");
   bool dv_exact = false;  // dV does not use D: it stays at rounding level, no row off
   for (const auto& line : lines(nod.out))
-    if (has(line, "broken: max |dV - dV_ref| = ")) dv_exact = has(line, "e-16") && has(line, " 0 of 70 rows");
+    if (has(line, "broken: max |dV - dV_ref| = "))
+      dv_exact = has(line, "e-16") && has(line, " 0 of 70 rows");
   CHECK(dv_exact);
 }
 

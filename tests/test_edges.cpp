@@ -19,8 +19,8 @@ struct Edge {
   double scale;  // large scales push the scores toward +-1e4
 };
 
-const Edge kEdges[] = {{1, 1, 1, 1.0},   {1, 1, 1, 1e4},      {7, 5, 256, 0.0625},
-                       {12, 30, 4, 1e3}, {30, 12, 4, 2.5e3},  {16, 16, 2, 5e3}};
+const Edge kEdges[] = {{1, 1, 1, 1.0},   {1, 1, 1, 1e4},     {7, 5, 256, 0.0625},
+                       {12, 30, 4, 1e3}, {30, 12, 4, 2.5e3}, {16, 16, 2, 5e3}};
 
 }  // namespace
 
@@ -34,12 +34,11 @@ TEST_CASE_TEMPLATE("large scores and tiny shapes: no NaN, the reference's answer
                    V = gen.randn_matrix<T>(e.m, e.d);
       INFO("n=" << e.n << " m=" << e.m << " d=" << e.d << " scale=" << e.scale
                 << " causal=" << causal);
-      const auto ref = reference_forward<double>(Q.template cast<double>(),
-                                                 K.template cast<double>(),
-                                                 V.template cast<double>(), p);
+      const auto ref = reference_forward<double>(
+          Q.template cast<double>(), K.template cast<double>(), V.template cast<double>(), p);
       const auto naive = reference_forward<T>(Q, K, V, p);
-      const double bound = test::tolerance<T>(ref.O.cwiseAbs().maxCoeff(),
-                                              max_abs_error(naive.O, ref.O).value);
+      const double bound =
+          test::tolerance<T>(ref.O.cwiseAbs().maxCoeff(), max_abs_error(naive.O, ref.O).value);
       const auto tiled = flash_forward<T>(Q, K, V, p, {3, 4});
       CHECK_FALSE(tiled.O.hasNaN());
       test::check_close(tiled.O, ref.O, bound, "O (teaching)");

@@ -1,11 +1,11 @@
 // fuzz_npy.cpp — libFuzzer target for the .npy reader: any bytes either parse into an array
 // whose size matches its shape, or raise NpyError. Never a crash, a hang or a sanitizer report.
 // Build: cmake -DFLASHDEMO_FUZZ=ON with clang; run: build/fuzz/fuzz_npy tests/fuzz/corpus/npy
+#include <unistd.h>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "flashdemo/npy.hpp"
 
