@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "flashdemo/compare.hpp"
+#include "flashdemo/file_io.hpp"
 #include "flashdemo/npy.hpp"
 #include "ui/format.hpp"
 #include "ui/mistakes.hpp"
@@ -73,9 +74,7 @@ void check_outputs(const ArrayFiles& f) {
       if (!in.empty() &&
           std::filesystem::weakly_canonical(in) == std::filesystem::weakly_canonical(out))
         throw Error(kUsage, tr(Msg::err_output_is_input, out));
-    const std::string probe = out + ".tmp";
-    if (!std::ofstream(probe)) throw Error(kFile, tr(Msg::err_cannot_write, out));
-    std::remove(probe.c_str());
+    if (!can_write(out)) throw Error(kFile, tr(Msg::err_cannot_write, out));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "flashdemo/file_io.hpp"
 #include "ui/html_replay.hpp"
 #include "ui/output.hpp"
 
@@ -14,17 +15,9 @@ namespace fd::demos {
 namespace {
 
 void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error(kFile, ui::tr(ui::Msg::err_cannot_write, path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  try {
+    write_file_atomically(path, text);
+  } catch (const FileError&) {
     throw Error(kFile, ui::tr(ui::Msg::err_cannot_write, path));
   }
 }
@@ -39,10 +32,8 @@ void add_trace_files(CLI::App* sub, TraceFiles& files) {
 Recording::Recording(const TraceFiles& files, std::string title)
     : files_(files), title_(std::move(title)) {
   for (const std::string& path : {files.json_file, files.html_file}) {
-    if (path.empty()) continue;
-    const std::string probe = path + ".tmp";
-    if (!std::ofstream(probe)) throw Error(kFile, ui::tr(ui::Msg::err_cannot_write, path));
-    std::remove(probe.c_str());
+    if (!path.empty() && !can_write(path))
+      throw Error(kFile, ui::tr(ui::Msg::err_cannot_write, path));
   }
   if (ui::settings().json)
     tee_.add((stdout_json_ = std::make_unique<ui::JsonTrace>(std::cout)).get());

@@ -1,6 +1,8 @@
 // html_replay.cpp — fills the replay page's two placeholders and writes it (see html_replay.hpp).
 #include "ui/html_replay.hpp"
 
+#include "flashdemo/file_io.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -85,21 +87,7 @@ std::string html_replay(const std::string& title, const std::vector<nlohmann::js
 
 void write_html_replay(const std::string& path, const std::string& title,
                        const std::vector<nlohmann::json>& events) {
-  const std::string text = html_replay(title, events);
-  const std::string tmp = path + ".tmp";
-  const auto fail = [&](int error) {
-    std::remove(tmp.c_str());
-    return std::runtime_error(path + ": cannot write: " + std::strerror(error));
-  };
-  errno = 0;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw fail(errno ? errno : EIO);
-    out.write(text.data(), std::streamsize(text.size()));
-    out.close();
-    if (!out) throw fail(errno ? errno : EIO);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw fail(errno);
+  write_file_atomically(path, html_replay(title, events));  // throws FileError
 }
 
 }  // namespace fd::ui

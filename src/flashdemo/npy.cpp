@@ -1,6 +1,8 @@
 // npy.cpp — .npy read and write (see npy.hpp for the format).
 #include "flashdemo/npy.hpp"
 
+#include "flashdemo/file_io.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -158,33 +160,24 @@ void write_npy(const std::string& path, const T* data, index_t rows, index_t col
   const std::size_t unpadded = 10 + dict.size() + 1;  // magic, version, length, dict, '\n'
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path, std::string("cannot write: ") + std::strerror(errno));
-    const unsigned char prefix[] = {0x93,
-                                    'N',
-                                    'U',
-                                    'M',
-                                    'P',
-                                    'Y',
-                                    1,
-                                    0,
-                                    static_cast<unsigned char>(dict.size() & 0xff),
-                                    static_cast<unsigned char>(dict.size() >> 8)};
-    out.write(reinterpret_cast<const char*>(prefix), sizeof prefix);
-    out << dict;
-    out.write(reinterpret_cast<const char*>(data),
-              std::streamsize(sizeof(T) * std::size_t(rows * (cols ? cols : 1))));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail(path, "write failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(path, std::string("cannot write: ") + std::strerror(errno));
+  const unsigned char prefix[] = {0x93,
+                                  'N',
+                                  'U',
+                                  'M',
+                                  'P',
+                                  'Y',
+                                  1,
+                                  0,
+                                  static_cast<unsigned char>(dict.size() & 0xff),
+                                  static_cast<unsigned char>(dict.size() >> 8)};
+  std::string bytes(reinterpret_cast<const char*>(prefix), sizeof prefix);
+  bytes += dict;
+  bytes.append(reinterpret_cast<const char*>(data),
+               sizeof(T) * std::size_t(rows * (cols ? cols : 1)));
+  try {
+    write_file_atomically(path, bytes);
+  } catch (const FileError& e) {
+    throw NpyError(e.what());
   }
 }
 
