@@ -23,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tally import expect, finish  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -32,17 +35,6 @@ exe, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 os.makedirs(work, exist_ok=True)
 os.chdir(work)
 env = dict(os.environ, LC_ALL="C", LANG="C", NO_COLOR="1")  # English, no colour codes
-passed = failed = 0
-
-
-def expect(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAILED:", what)
-    return cond
 
 
 if not os.access(CHROMIUM, os.X_OK):
@@ -135,5 +127,4 @@ if expect(rows, f"backward: no 'q N:  L = ...  D = ...' line in:\n{out}"):
     check_page("backward", "backward.html", dom, tiles=9)
     compare("backward", dom, {"final-row": q, "final-m": L_text, "final-l": D_text})
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

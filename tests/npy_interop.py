@@ -12,19 +12,12 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tally import expect, finish  # noqa: E402
+
 exe, work = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
 os.chdir(work)
-passed = failed = 0
-
-
-def expect(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAILED:", what)
 
 
 def attention(Q, K, V, dO, causal):
@@ -87,5 +80,4 @@ bad = subprocess.run([exe, "check", "--q", "np_q.npy", "--k", "np_k.npy", "--v",
                       "--causal", "--o", "bad_o.npy"], capture_output=True, text=True)
 expect(bad.returncode == 1 and "FAIL" in bad.stdout, "check must fail a wrong O")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

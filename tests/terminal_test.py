@@ -12,17 +12,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tally import expect, finish  # noqa: E402
+
 exe = sys.argv[1]
-passed = failed = 0
-
-
-def expect(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAILED:", what)
 
 
 def session(args, keys, env_extra=None, timeout=20):
@@ -80,5 +73,4 @@ expect("\x1b[" not in out, "TERM=dumb turns colour off")
 code, out = session(["forward", "--causal", "--color", "always"], [], {"NO_COLOR": "1"})
 expect("\x1b[" in out, "--color always wins over NO_COLOR")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()
