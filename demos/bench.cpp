@@ -215,33 +215,39 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The machine's ceiling in the same run: per head C (n x d) = A (n x m) B (m x d), 2 n m d
-// FLOPs, on the same threads, checked on two rows against a double product. GFLOP/s.
+// The machine's ceiling in the same run: per head a square GEMM C = A B (k x k each) with about
+// the FLOPs of one of the case's products, 2 k^3 ~ 2 n m d (k a multiple of 16, 16..2048), on
+// the same threads, checked on two rows against a double product. GFLOP/s. Square, because a
+// GEMM's best speed is reached on square shapes: a skinny n x m x d product is slower than the
+// fused attention kernel itself and would be no ceiling.
 template <class T>
 double gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
-  const index_t n = o.n, m = o.keys(), d = o.d;
-  std::vector<T> A(std::size_t(n * m)), C(std::size_t(n * d));
-  for (std::size_t k = 0; k < A.size(); ++k) A[k] = a.Q[k % a.Q.size()];
-  const T* B = a.V.data();
-  fast::gemm(n, m, d, A.data(), B, C.data(), o.threads);
-  for (index_t r : {index_t(0), n - 1}) {
-    for (index_t x = 0; x < d; ++x) {
+  const double side = std::cbrt(double(o.n) * double(o.keys()) * double(o.d));
+  const index_t k = std::clamp<index_t>(index_t(std::lround(side / 16)) * 16, 16, 2048);
+  std::vector<T> A(std::size_t(k * k)), B(A.size()), C(A.size());
+  for (std::size_t x = 0; x < A.size(); ++x)
+    A[x] = a.Q[x % a.Q.size()], B[x] = a.V[(x * 7) % a.V.size()];
+  fast::gemm(k, k, k, A.data(), B.data(), C.data(), o.threads);
+  for (index_t r : {index_t(0), k - 1}) {
+    for (index_t x = 0; x < k; ++x) {
       double ref = 0, mag = 0;
-      for (index_t k = 0; k < m; ++k)
-        ref += double(A[std::size_t(r * m + k)]) * double(B[std::size_t(k * d + x)]),
-            mag += std::abs(double(A[std::size_t(r * m + k)]) * double(B[std::size_t(k * d + x)]));
-      if (std::abs(double(C[std::size_t(r * d + x)]) - ref) > 1e-5 * mag + 1e-6)
-        throw Error(kCheckFailed, ui::tr(Msg::bench_unverified, ui::sci(std::abs(C[0] - ref)), "C",
-                                         ui::sci(1e-5 * mag)));
+      for (index_t y = 0; y < k; ++y) {
+        const double term = double(A[std::size_t(r * k + y)]) * double(B[std::size_t(y * k + x)]);
+        ref += term, mag += std::abs(term);
+      }
+      const double err = std::abs(double(C[std::size_t(r * k + x)]) - ref);
+      if (err > 1e-5 * mag + 1e-6)
+        throw Error(kCheckFailed,
+                    ui::tr(Msg::bench_unverified, ui::sci(err), "C", ui::sci(1e-5 * mag + 1e-6)));
     }
   }
   const double ms = median(time_cpu(
       [&] {
         for (index_t head = 0; head < o.b * o.h; ++head)
-          fast::gemm(n, m, d, A.data(), B, C.data(), o.threads);
+          fast::gemm(k, k, k, A.data(), B.data(), C.data(), o.threads);
       },
       1, reps));
-  return 2.0 * double(o.b * o.h) * double(n) * double(m) * double(d) / (ms * 1e6);
+  return 2.0 * double(o.b * o.h) * double(k) * double(k) * double(k) / (ms * 1e6);
 }
 
 template <class T>

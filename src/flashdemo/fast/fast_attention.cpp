@@ -24,14 +24,31 @@ using Map = Eigen::Map<Tile<T>>;
 template <class T>
 using Col = Eigen::Array<T, Eigen::Dynamic, 1>;
 
-// Sets S(r, c) = -inf for the masked keys of a partial causal tile: per row one contiguous run.
 template <class T>
-void mask_tile(Tile<T>& S, const Mask& mask, Range rows, Range cols) {
-  for (index_t r = 0; r < rows.size(); ++r) {
-    const index_t visible = mask.visible_keys(rows.begin + r) - cols.begin;  // keys kept
-    const index_t keep = visible < 0 ? 0 : (visible > cols.size() ? cols.size() : visible);
-    S.row(r).tail(cols.size() - keep).setConstant(neg_inf<T>());
-  }
+using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// The keys of `cols` that query row `row` sees: all of them, or a prefix (causal).
+inline index_t visible_in_tile(const Mask& mask, index_t row, Range cols) {
+  const index_t visible = mask.visible_keys(row) - cols.begin;
+  return visible < 0 ? 0 : (visible > cols.size() ? cols.size() : visible);
+}
+
+// One row of a score tile, in place, in two passes over contiguous memory (vectorized exp):
+//   S = scale S on the `keep` visible keys, -inf -> P = 0 on the rest;
+//   m_new = max(m, rowmax S);  P = exp(S - m_new);  returns rowsum P and sets m to m_new,
+//   alpha to exp(m_old - m_new) (0 while m_old = -inf).
+template <class T>
+T softmax_row(T* S, index_t keep, index_t cols, T scale, T& m, T& alpha) {
+  Row<T> visible(S, keep);
+  visible *= scale;  // S = scale (Q K^T): the scale rounds once, as in the reference
+  Row<T>(S + keep, cols - keep).setZero();
+  const T m_new = keep > 0 ? std::max(m, visible.maxCoeff()) : m;
+  // A row still at -inf (fully masked so far) is shifted by 0: exp(-inf) = 0, never NaN.
+  const T shift = m_new == neg_inf<T>() ? T(0) : m_new;
+  alpha = std::exp(m - shift);
+  m = m_new;
+  visible = (visible - shift).exp();
+  return visible.sum();
 }
 
 // One query tile of one head: the online softmax over its key tiles.
@@ -47,28 +64,35 @@ void forward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, co
     const TileKind kind = t.classify(mask, i, j);
     if (kind == TileKind::skipped) continue;
     const Range cols = t.cols(j);
-    auto Sj = S.leftCols(cols.size());
-    Sj.noalias() = Qi * MapC<T>(K + cols.begin * d, cols.size(), d).transpose();
-    Sj *= scale;  // S = scale (Q K^T): the scale rounds once, as in the reference
-    if (kind == TileKind::partial) {
-      Tile<T> tmp = Sj;
-      mask_tile(tmp, mask, rows, cols);
-      Sj = tmp;
+    const index_t bc = cols.size();
+    auto Sj = S.leftCols(bc);
+    Sj.noalias() = Qi * MapC<T>(K + cols.begin * d, bc, d).transpose();
+    for (index_t r = 0; r < br; ++r) {
+      const index_t keep =
+          kind == TileKind::partial ? visible_in_tile(mask, rows.begin + r, cols) : bc;
+      T alpha;
+      const T rowsum = softmax_row(&S(r, 0), keep, bc, scale, m(r), alpha);
+      l(r) = alpha * l(r) + rowsum;
+      Oi.row(r) *= alpha;
     }
-    const Col<T> m_new = m.max(Sj.rowwise().maxCoeff().array());
-    // A row still at -inf (fully masked so far) is shifted by 0: exp(-inf) = 0, never NaN.
-    const Col<T> shift = (m_new == neg_inf<T>()).select(Col<T>::Zero(br), m_new);
-    const Col<T> alpha = (m - shift).exp();              // exp(m_old - m_new), 0 when m_old = -inf
-    Sj = (Sj.array().colwise() - shift).exp().matrix();  // P = exp(S - m_new)
-    l = alpha * l + Sj.rowwise().sum().array();
-    Oi = alpha.matrix().asDiagonal() * Oi;
-    Oi.noalias() += Sj * MapC<T>(V + cols.begin * d, cols.size(), d);  // O += P V
-    m = m_new;
+    Oi.noalias() += Sj * MapC<T>(V + cols.begin * d, bc, d);  // O += P V
   }
-  const Col<T> inv = (l > T(0)).select(l.inverse(), Col<T>::Zero(br));
-  Map<T>(O + rows.begin * d, br, d) = inv.matrix().asDiagonal() * Oi;
-  for (index_t r = 0; r < br; ++r)
+  for (index_t r = 0; r < br; ++r) {
+    const T inv = l(r) > T(0) ? T(1) / l(r) : T(0);
+    Map<T>(O + (rows.begin + r) * d, 1, d) = inv * Oi.row(r);
     L[rows.begin + r] = l(r) > T(0) ? m(r) + std::log(l(r)) : neg_inf<T>();
+  }
+}
+
+// One row of the backward, in place on contiguous memory (vectorized exp):
+//   P = exp(scale S - L) on the visible keys, 0 on the rest (L = -inf: S is -inf too, shift 0).
+template <class T>
+void recompute_p_row(T* S, index_t keep, index_t cols, T scale, T L) {
+  Row<T> visible(S, keep);
+  const T shift = L == neg_inf<T>() ? T(0) : L;
+  visible *= scale;  // rounded as the forward rounded it, before the shift
+  visible = (visible - shift).exp();
+  Row<T>(S + keep, cols - keep).setZero();
 }
 
 // One key tile of one head: dK_j and dV_j, and this thread's share of dQ.
@@ -86,17 +110,17 @@ void backward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, c
     const Range rows = t.rows(i);
     const index_t br = rows.size();
     const MapC<T> Qi(Q + rows.begin * d, br, d), dOi(dO + rows.begin * d, br, d);
-    P.noalias() = Qi * Kj.transpose();  // S formed exactly as the forward formed it, so that
-    P *= scale;                         // exp(S - L) matches the L the forward saved
-    if (kind == TileKind::partial) mask_tile(P, mask, rows, cols);
-    Col<T> Li = Eigen::Map<const Col<T>>(L + rows.begin, br);
-    Li = (Li == neg_inf<T>()).select(Col<T>::Zero(br), Li);  // fully masked rows: S is -inf too
-    P = (P.array().colwise() - Li).exp().matrix();           // P = exp(S - L)
-    dVj.noalias() += P.transpose() * dOi;                    // dV += P^T dO
-    dP.noalias() = dOi * Vj.transpose();                     // dP = dO V^T
-    const Col<T> Di = Eigen::Map<const Col<T>>(D + rows.begin, br);
-    P = (P.array() * (dP.array().colwise() - Di)).matrix();  // dS = P (dP - D)
-    dKj.noalias() += scale * P.transpose() * Qi;             // dK += scale dS^T Q
+    P.noalias() = Qi * Kj.transpose();    // S formed exactly as the forward formed it, so that
+    dP.noalias() = dOi * Vj.transpose();  // exp(S - L) matches the L the forward saved
+    for (index_t r = 0; r < br; ++r) {
+      const index_t keep =
+          kind == TileKind::partial ? visible_in_tile(mask, rows.begin + r, cols) : bc;
+      recompute_p_row(&P(r, 0), keep, bc, scale, L[rows.begin + r]);  // P = exp(S - L)
+    }
+    dVj.noalias() += P.transpose() * dOi;  // dV += P^T dO
+    for (index_t r = 0; r < br; ++r)       // dS = P (dP - D)
+      P.row(r).array() *= dP.row(r).array() - D[rows.begin + r];
+    dKj.noalias() += scale * P.transpose() * Qi;  // dK += scale dS^T Q
     dQi.noalias() = scale * P * Kj;  // dQ += scale dS K, summed across key tiles in double
     Map<double>(dQ_mine + rows.begin * d, br, d) += dQi.template cast<double>();
   }
