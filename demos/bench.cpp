@@ -106,33 +106,82 @@ Verdict verify_heads(const BenchOptions& o, const Arrays<T>& a, const Outputs<T>
 
 // One head through the CPU teaching path or the reference, for `tiled` and `reference`.
 template <class T>
-void cpu_head(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out, index_t head) {
-  using MapC = Eigen::Map<const Mat<T>>;
-  const std::size_t q0 = std::size_t(head * o.n * o.d), k0 = std::size_t(head * o.keys() * o.d);
-  const Mat<T> Q = MapC(a.Q.data() + q0, o.n, o.d), K = MapC(a.K.data() + k0, o.keys(), o.d),
-               V = MapC(a.V.data() + k0, o.keys(), o.d);
-  const TileSizes tiles{64, 64};
+struct Head {
+  std::size_t q0, k0;  // offsets of this head's rows of Q and K
+  Mat<T> Q, K, V;
+  Head(const BenchOptions& o, const Arrays<T>& a, index_t head)
+      : q0(std::size_t(head * o.n * o.d)),
+        k0(std::size_t(head * o.keys() * o.d)),
+        Q(Eigen::Map<const Mat<T>>(a.Q.data() + q0, o.n, o.d)),
+        K(Eigen::Map<const Mat<T>>(a.K.data() + k0, o.keys(), o.d)),
+        V(Eigen::Map<const Mat<T>>(a.V.data() + k0, o.keys(), o.d)) {}
+};
+
+constexpr TileSizes kTeachingTiles{64, 64};
+
+template <class T>
+void cpu_head_forward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out, index_t head) {
+  const Head<T> h(o, a, head);
   const ForwardResult<T> f = o.impl == Impl::reference
-                                 ? ForwardResult<T>(reference_forward(Q, K, V, o.params()))
-                                 : flash_forward(Q, K, V, o.params(), tiles);
-  std::copy(f.O.data(), f.O.data() + f.O.size(), out.O.begin() + std::ptrdiff_t(q0));
+                                 ? ForwardResult<T>(reference_forward(h.Q, h.K, h.V, o.params()))
+                                 : flash_forward(h.Q, h.K, h.V, o.params(), kTeachingTiles);
+  std::copy(f.O.data(), f.O.data() + f.O.size(), out.O.begin() + std::ptrdiff_t(h.q0));
   std::copy(f.L.data(), f.L.data() + f.L.size(), out.L.begin() + std::ptrdiff_t(head * o.n));
-  if (o.pass == cuda::Pass::fwd) return;
-  const Mat<T> dO = MapC(a.dO.data() + q0, o.n, o.d);
+}
+
+// The backward from the saved O and L (the reference recomputes its S and P: it saved nothing).
+template <class T>
+void cpu_head_backward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out, index_t head) {
+  const Head<T> h(o, a, head);
+  const Mat<T> dO = Eigen::Map<const Mat<T>>(a.dO.data() + h.q0, o.n, o.d);
   BackwardResult<T> g;
   if (o.impl == Impl::reference) {
-    const auto r = reference_backward(Q, K, V, dO, o.params());
+    const auto r = reference_backward(h.Q, h.K, h.V, dO, o.params());
     g = {r.dQ, r.dK, r.dV, r.D};
   } else {
-    g = flash_backward(Q, K, V, f.O, f.L, dO, o.params(), tiles);
+    const Mat<T> O = Eigen::Map<const Mat<T>>(out.O.data() + h.q0, o.n, o.d);
+    const Vec<T> L = Eigen::Map<const Vec<T>>(out.L.data() + head * o.n, o.n);
+    g = flash_backward(h.Q, h.K, h.V, O, L, dO, o.params(), kTeachingTiles);
   }
-  std::copy(g.dQ.data(), g.dQ.data() + g.dQ.size(), out.dQ.begin() + std::ptrdiff_t(q0));
-  std::copy(g.dK.data(), g.dK.data() + g.dK.size(), out.dK.begin() + std::ptrdiff_t(k0));
-  std::copy(g.dV.data(), g.dV.data() + g.dV.size(), out.dV.begin() + std::ptrdiff_t(k0));
+  std::copy(g.dQ.data(), g.dQ.data() + g.dQ.size(), out.dQ.begin() + std::ptrdiff_t(h.q0));
+  std::copy(g.dK.data(), g.dK.data() + g.dK.size(), out.dK.begin() + std::ptrdiff_t(h.k0));
+  std::copy(g.dV.data(), g.dV.data() + g.dV.size(), out.dV.begin() + std::ptrdiff_t(h.k0));
 }
 
 std::vector<double> time_cpu(const std::function<void()>& once, index_t warmup, index_t reps);
 
+constexpr TileSizes kFastTiles{256, 256};
+
+// The forward into `out` (O, L), on the CPU or the GPU.
+template <class T>
+void run_forward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out) {
+  if (o.device == Device::cuda)
+    return cuda::forward<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), Variant{},
+                            a.Q.data(), a.K.data(), a.V.data(), out.O.data(), out.L.data());
+  if (o.impl == Impl::fast)
+    return fast::forward(fast::Shape{o.b, o.h, o.n, o.keys(), o.d}, o.params(),
+                         fast::Options{o.threads, kFastTiles}, a.Q.data(), a.K.data(), a.V.data(),
+                         out.O.data(), out.L.data());
+  for (index_t head = 0; head < o.b * o.h; ++head) cpu_head_forward(o, a, out, head);
+}
+
+// The backward into `out` (dQ, dK, dV, D) from the O and L already in it.
+template <class T>
+void run_backward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out) {
+  if (o.device == Device::cuda)
+    return cuda::backward<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), Variant{},
+                             o.deterministic, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
+                             out.L.data(), a.dO.data(), out.dQ.data(), out.dK.data(), out.dV.data(),
+                             out.D.data());
+  if (o.impl == Impl::fast)
+    return fast::backward(fast::Shape{o.b, o.h, o.n, o.keys(), o.d}, o.params(),
+                          fast::Options{o.threads, kFastTiles}, a.Q.data(), a.K.data(), a.V.data(),
+                          out.O.data(), out.L.data(), a.dO.data(), out.dQ.data(), out.dK.data(),
+                          out.dV.data(), out.D.data());
+  for (index_t head = 0; head < o.b * o.h; ++head) cpu_head_backward(o, a, out, head);
+}
+
+// Fresh outputs, the forward, and (pass bwd) the backward.
 template <class T>
 Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
   const std::size_t nq = a.Q.size(), nk = a.K.size(), rows = std::size_t(o.b * o.h * o.n);
@@ -140,28 +189,8 @@ Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
   Outputs<T> out{std::vector<T>(nq),           std::vector<T>(rows),
                  std::vector<T>(bwd ? nq : 0), std::vector<T>(bwd ? nk : 0),
                  std::vector<T>(bwd ? nk : 0), std::vector<T>(bwd ? rows : 0)};
-  if (o.device == Device::cuda) {
-    const TileSizes tiles = cuda::default_tiles(o.d, sizeof(T));
-    cuda::forward<T>(o.shape(), o.params(), tiles, Variant{}, a.Q.data(), a.K.data(), a.V.data(),
-                     out.O.data(), out.L.data());
-    if (o.pass == cuda::Pass::bwd)
-      cuda::backward<T>(o.shape(), o.params(), tiles, Variant{}, o.deterministic, a.Q.data(),
-                        a.K.data(), a.V.data(), out.O.data(), out.L.data(), a.dO.data(),
-                        out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
-    return out;
-  }
-  if (o.impl == Impl::fast) {
-    const fast::Shape fs{o.b, o.h, o.n, o.keys(), o.d};
-    const fast::Options fo{o.threads, {256, 256}};
-    fast::forward(fs, o.params(), fo, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
-                  out.L.data());
-    if (o.pass == cuda::Pass::bwd)
-      fast::backward(fs, o.params(), fo, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
-                     out.L.data(), a.dO.data(), out.dQ.data(), out.dK.data(), out.dV.data(),
-                     out.D.data());
-    return out;
-  }
-  for (index_t head = 0; head < o.b * o.h; ++head) cpu_head(o, a, out, head);
+  run_forward(o, a, out);
+  if (bwd) run_backward(o, a, out);
   return out;
 }
 
@@ -295,7 +324,8 @@ void run_bench_as(const BenchOptions& o) {
               {"peak_bytes", 0.0}});
     return ui::settings().json ? fmt::print("{}\n", j.dump()) : print_table<T>(o, j);
   }
-  const Verdict v = verify_heads(o, a, run_once(o, a));
+  Outputs<T> saved = run_once(o, a);
+  const Verdict v = verify_heads(o, a, saved);
   if (!v.pass)
     throw Error(kCheckFailed,
                 ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst, ui::sci(v.bound)));
@@ -307,7 +337,11 @@ void run_bench_as(const BenchOptions& o) {
                                int(o.warmup), int(o.reps))
              .ms;
   else
-    ms = time_cpu([&] { run_once(o, a); }, std::min<index_t>(o.warmup, 1), o.reps);
+    ms = time_cpu(  // fwd: a whole forward with its outputs; bwd: the backward alone, as
+                    // PyTorch's autograd backward is timed (the forward's O and L are inputs)
+        o.pass == cuda::Pass::fwd ? std::function<void()>([&] { run_once(o, a); })
+                                  : std::function<void()>([&] { run_backward(o, a, saved); }),
+        std::min<index_t>(o.warmup, 1), o.reps);
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted[sorted.size() / 2];
@@ -320,11 +354,11 @@ void run_bench_as(const BenchOptions& o) {
             {"max_error", v.err},
             {"error_bound", v.bound}});
   if (o.device == Device::cpu) {
-    // Beyond inputs and outputs: each run allocates its outputs (O, L and the gradients).
-    const double outputs =
-        double(sizeof(T)) * double(o.b * o.h) *
-        (o.pass == cuda::Pass::bwd ? double(2 * o.n * o.d + 2 * o.keys() * o.d + 2 * o.n)
-                                   : double(o.n * o.d + o.n));
+    // Beyond inputs and outputs: a forward run allocates its O and L; the backward writes into
+    // gradients allocated before the timing.
+    const double outputs = o.pass == cuda::Pass::bwd
+                               ? 0.0
+                               : double(sizeof(T)) * double(o.b * o.h) * double(o.n * o.d + o.n);
     j["peak_bytes"] = std::max(0.0, status_bytes("VmHWM:") - rss_before - outputs);
     j["threads"] = o.threads;
     if (!ui::settings().json) {
