@@ -1,5 +1,4 @@
 // fast_attention.cpp — the fast CPU path (see fast_attention.hpp for the equations).
-#define EIGEN_DONT_PARALLELIZE  // the threads are ours, one GEMM per thread at a time
 #include "flashdemo/fast/fast_attention.hpp"
 
 #include <omp.h>
@@ -7,9 +6,9 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
+#include "flashdemo/fast/tile_product.hpp"
 #include "flashdemo/online_softmax.hpp"
 
 namespace fd::fast {
@@ -22,110 +21,194 @@ using MapC = Eigen::Map<const Tile<T>>;
 template <class T>
 using Map = Eigen::Map<Tile<T>>;
 template <class T>
-using Col = Eigen::Array<T, Eigen::Dynamic, 1>;
-
-template <class T>
 using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// The keys of `cols` that query row `row` sees: all of them, or a prefix (causal).
-inline index_t visible_in_tile(const Mask& mask, index_t row, Range cols) {
-  const index_t visible = mask.visible_keys(row) - cols.begin;
-  return visible < 0 ? 0 : (visible > cols.size() ? cols.size() : visible);
+// Whole vectors of a row, from its start: every score goes through the same vector exp, wherever
+// the row lies in memory and wherever its visible part ends (bit-reproducible results).
+template <class T>
+using Lanes = Eigen::Array<T, Simd<T>::W, 1>;
+
+// P = exp(S - shift) on S[0, keep), 0 on S[keep, cols); returns rowsum P. The row has room for
+// keep rounded up to whole vectors.
+template <class T>
+T exp_row(T* S, index_t keep, index_t cols, T shift) {
+  const index_t W = Simd<T>::W, end = padded<T>(keep);
+  for (index_t k = 0; k < end; k += W) {
+    Eigen::Map<Lanes<T>> c(S + k);
+    c = (c - shift).exp();
+  }
+  std::fill(S + keep, S + std::max(cols, end), T(0));
+  Lanes<T> sum = Lanes<T>::Zero();
+  for (index_t k = 0; k < end; k += W) sum += Eigen::Map<const Lanes<T>>(S + k);
+  T total = 0;
+  for (index_t x = 0; x < W; ++x) total += sum[x];
+  return total;
 }
 
-// One row of a score tile, in place, in two passes over contiguous memory (vectorized exp):
-//   S = scale S on the `keep` visible keys, -inf -> P = 0 on the rest;
-//   m_new = max(m, rowmax S);  P = exp(S - m_new);  returns rowsum P and sets m to m_new,
-//   alpha to exp(m_old - m_new) (0 while m_old = -inf).
+// One row of a score tile, in place:
+//   S = scale S on the `keep` visible keys (the scale rounds once, as in the reference), P = 0 on
+//   the rest;  m_new = max(m, rowmax S);  P = exp(S - m_new);  returns rowsum P and sets m to
+//   m_new, alpha to exp(m_old - m_new) (0 while m_old = -inf).
 template <class T>
 T softmax_row(T* S, index_t keep, index_t cols, T scale, T& m, T& alpha) {
   Row<T> visible(S, keep);
-  visible *= scale;  // S = scale (Q K^T): the scale rounds once, as in the reference
-  Row<T>(S + keep, cols - keep).setZero();
+  visible *= scale;
   const T m_new = keep > 0 ? std::max(m, visible.maxCoeff()) : m;
   // A row still at -inf (fully masked so far) is shifted by 0: exp(-inf) = 0, never NaN.
   const T shift = m_new == neg_inf<T>() ? T(0) : m_new;
   alpha = std::exp(m - shift);
   m = m_new;
-  visible = (visible - shift).exp();
-  return visible.sum();
+  return exp_row(S, keep, cols, shift);
 }
 
-// One query tile of one head: the online softmax over its key tiles.
+// One head's operands laid out for tile_product, once per head:
+//   Kt (or Vt): per key tile j, K_j^T as d x Bc' (Bc' = Bc padded to whole vectors, zeros past m)
+//   Xp: rows x d' copies of Q, K, V or dO with d' = d padded to whole vectors (zero columns).
 template <class T>
-void forward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, const T* Q,
-                  const T* K, const T* V, T* O, T* L, index_t i) {
+struct Packed {
+  index_t d, dp, bcp;  // d, d', Bc'
+  std::vector<T> data;
+  const T* tile(index_t j) const { return data.data() + j * d * bcp; }  // for Kt, Vt
+  const T* rows(index_t r) const { return data.data() + r * dp; }       // for Xp
+};
+
+// Both packs are called by every thread of a parallel region (or outside one): one thread sizes
+// the buffer, then the threads share the copying.
+template <class T>
+void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
+#pragma omp single
+  {
+    out.d = d, out.dp = padded<T>(d), out.bcp = padded<T>(t.Bc);
+    out.data.assign(std::size_t(t.Tc() * d * out.bcp), T(0));
+  }
+#pragma omp for schedule(static)
+  for (index_t j = 0; j < t.Tc(); ++j) {
+    const Range cols = t.cols(j);
+    T* tile = out.data.data() + j * d * out.bcp;
+    for (index_t c = 0; c < cols.size(); ++c)
+      for (index_t x = 0; x < d; ++x) tile[x * out.bcp + c] = X[(cols.begin + c) * d + x];
+  }
+}
+
+template <class T>
+void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
+#pragma omp single
+  {
+    out.d = d, out.dp = padded<T>(d), out.bcp = 0;
+    out.data.assign(std::size_t(rows * out.dp), T(0));
+  }
+#pragma omp for schedule(static)
+  for (index_t r = 0; r < rows; ++r) std::copy(X + r * d, X + (r + 1) * d, &out.data[r * out.dp]);
+}
+
+// The keys of `cols` that query row `row` sees: all of them, or a prefix (causal).
+index_t visible_in(const Mask& mask, TileKind kind, index_t row, Range cols) {
+  if (kind == TileKind::full) return cols.size();
+  const index_t visible = mask.visible_keys(row) - cols.begin;
+  return visible < 0 ? 0 : (visible > cols.size() ? cols.size() : visible);
+}
+
+// One query tile of one head: the online softmax over its key tiles. S: Br x Bc', Oi: Br x d'.
+template <class T>
+void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const Packed<T>& Kt,
+                  const Packed<T>& Vp, T* O, T* L, index_t i, std::vector<T>& S,
+                  std::vector<T>& Oi) {
   const Range rows = t.rows(i);
-  const index_t br = rows.size(), d = s.d;
-  const MapC<T> Qi(Q + rows.begin * d, br, d);
-  Tile<T> Oi = Tile<T>::Zero(br, d), S(br, t.Bc);
-  Col<T> m = Col<T>::Constant(br, neg_inf<T>()), l = Col<T>::Zero(br);
+  const index_t br = rows.size(), d = Kt.d, dp = Vp.dp, bcp = Kt.bcp;
+  std::fill(Oi.begin(), Oi.end(), T(0));
+  std::vector<T> m(std::size_t(br), neg_inf<T>());
+  // l and L = m + log l in double: L is rounded once, which the backward's P = exp(S - L) feels
+  // in every entry of a row (fp32 dQ's error grows with the rounding error of L).
+  std::vector<double> l(std::size_t(br), 0.0);
   for (index_t j = 0; j < t.Tc(); ++j) {
     const TileKind kind = t.classify(mask, i, j);
     if (kind == TileKind::skipped) continue;
     const Range cols = t.cols(j);
     const index_t bc = cols.size();
-    auto Sj = S.leftCols(bc);
-    Sj.noalias() = Qi * MapC<T>(K + cols.begin * d, bc, d).transpose();
+    tile_product(br, padded<T>(bc), d, Q + rows.begin * d, Kt.tile(j), S.data(),  // S = Q_i K_j^T
+                 Strides{d, 1, bcp, bcp}, false);
     for (index_t r = 0; r < br; ++r) {
-      const index_t keep =
-          kind == TileKind::partial ? visible_in_tile(mask, rows.begin + r, cols) : bc;
       T alpha;
-      const T rowsum = softmax_row(&S(r, 0), keep, bc, scale, m(r), alpha);
-      l(r) = alpha * l(r) + rowsum;
-      Oi.row(r) *= alpha;
+      const index_t keep = visible_in(mask, kind, rows.begin + r, cols);
+      const T rowsum = softmax_row(&S[r * bcp], keep, bc, scale, m[r], alpha);
+      l[r] = double(alpha) * l[r] + double(rowsum);
+      Row<T>(&Oi[r * dp], dp) *= alpha;
     }
-    Oi.noalias() += Sj * MapC<T>(V + cols.begin * d, bc, d);  // O += P V
+    tile_product(br, dp, bc, S.data(), Vp.rows(cols.begin), Oi.data(),  // O_i += P V_j
+                 Strides{bcp, 1, dp, dp}, true);
   }
   for (index_t r = 0; r < br; ++r) {
-    const T inv = l(r) > T(0) ? T(1) / l(r) : T(0);
-    Map<T>(O + (rows.begin + r) * d, 1, d) = inv * Oi.row(r);
-    L[rows.begin + r] = l(r) > T(0) ? m(r) + std::log(l(r)) : neg_inf<T>();
+    const double inv = l[r] > 0 ? 1.0 / l[r] : 0.0;  // O = O_i / l, rounded once
+    for (index_t x = 0; x < d; ++x) O[(rows.begin + r) * d + x] = T(inv * double(Oi[r * dp + x]));
+    L[rows.begin + r] = l[r] > 0 ? T(double(m[r]) + std::log(l[r])) : neg_inf<T>();
   }
 }
 
-// One row of the backward, in place on contiguous memory (vectorized exp):
-//   P = exp(scale S - L) on the visible keys, 0 on the rest (L = -inf: S is -inf too, shift 0).
+// One row of the backward, in place: P = exp(scale S - L) on the visible keys, 0 on the rest
+// (L = -inf: S is -inf too, shift 0).
 template <class T>
 void recompute_p_row(T* S, index_t keep, index_t cols, T scale, T L) {
-  Row<T> visible(S, keep);
-  const T shift = L == neg_inf<T>() ? T(0) : L;
-  visible *= scale;  // rounded as the forward rounded it, before the shift
-  visible = (visible - shift).exp();
-  Row<T>(S + keep, cols - keep).setZero();
+  Row<T>(S, keep) *= scale;  // rounded as the forward rounded it, before the shift
+  exp_row(S, keep, cols, L == neg_inf<T>() ? T(0) : L);
 }
+
+// A thread's tiles in the backward: P and dP (Br x Bc'), dK_j and dV_j (Bc x d'), dQ_i (Br x d').
+template <class T>
+struct BackwardScratch {
+  std::vector<T> P, dP, dKj, dVj, dQi;
+  BackwardScratch(const Tiling& t, index_t dp)
+      : P(std::size_t(t.Br * padded<T>(t.Bc))),
+        dP(P.size()),
+        dKj(std::size_t(t.Bc * dp)),
+        dVj(dKj.size()),
+        dQi(std::size_t(t.Br * dp)) {}
+};
+
+// One head's operands for the backward.
+template <class T>
+struct BackwardPacks {
+  Packed<T> Kt, Vt, Qp, Kp, dOp;
+};
 
 // One key tile of one head: dK_j and dV_j, and this thread's share of dQ.
 template <class T>
-void backward_tile(const Shape& s, const Mask& mask, const Tiling& t, T scale, const T* Q,
-                   const T* K, const T* V, const T* L, const T* D, const T* dO, double* dQ_mine,
-                   T* dK, T* dV, index_t j) {
+void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const T* dO,
+                   const BackwardPacks<T>& pk, const T* L, const T* D, double* dQ_mine, T* dK,
+                   T* dV, index_t j, BackwardScratch<T>& w) {
   const Range cols = t.cols(j);
-  const index_t bc = cols.size(), d = s.d;
-  const MapC<T> Kj(K + cols.begin * d, bc, d), Vj(V + cols.begin * d, bc, d);
-  Tile<T> dKj = Tile<T>::Zero(bc, d), dVj = Tile<T>::Zero(bc, d), P, dP, dQi;
+  const index_t bc = cols.size(), d = pk.Kt.d, dp = pk.Kp.dp, bcp = pk.Kt.bcp;
+  std::fill(w.dKj.begin(), w.dKj.end(), T(0));
+  std::fill(w.dVj.begin(), w.dVj.end(), T(0));
   for (index_t i = 0; i < t.Tr(); ++i) {
     const TileKind kind = t.classify(mask, i, j);
     if (kind == TileKind::skipped) continue;
     const Range rows = t.rows(i);
-    const index_t br = rows.size();
-    const MapC<T> Qi(Q + rows.begin * d, br, d), dOi(dO + rows.begin * d, br, d);
-    P.noalias() = Qi * Kj.transpose();    // S formed exactly as the forward formed it, so that
-    dP.noalias() = dOi * Vj.transpose();  // exp(S - L) matches the L the forward saved
-    for (index_t r = 0; r < br; ++r) {
-      const index_t keep =
-          kind == TileKind::partial ? visible_in_tile(mask, rows.begin + r, cols) : bc;
-      recompute_p_row(&P(r, 0), keep, bc, scale, L[rows.begin + r]);  // P = exp(S - L)
-    }
-    dVj.noalias() += P.transpose() * dOi;  // dV += P^T dO
-    for (index_t r = 0; r < br; ++r)       // dS = P (dP - D)
-      P.row(r).array() *= dP.row(r).array() - D[rows.begin + r];
-    dKj.noalias() += scale * P.transpose() * Qi;  // dK += scale dS^T Q
-    dQi.noalias() = scale * P * Kj;  // dQ += scale dS K, summed across key tiles in double
-    Map<double>(dQ_mine + rows.begin * d, br, d) += dQi.template cast<double>();
+    const index_t br = rows.size(), bcv = padded<T>(bc);
+    // S formed exactly as the forward formed it, so that exp(S - L) matches the saved L.
+    tile_product(br, bcv, d, Q + rows.begin * d, pk.Kt.tile(j), w.P.data(),  // S = Q_i K_j^T
+                 Strides{d, 1, bcp, bcp}, false);
+    tile_product(br, bcv, d, dO + rows.begin * d, pk.Vt.tile(j), w.dP.data(),  // dP = dO_i V_j^T
+                 Strides{d, 1, bcp, bcp}, false);
+    for (index_t r = 0; r < br; ++r)  // P = exp(S - L)
+      recompute_p_row(&w.P[r * bcp], visible_in(mask, kind, rows.begin + r, cols), bc, scale,
+                      L[rows.begin + r]);
+    tile_product(bc, dp, br, w.P.data(), pk.dOp.rows(rows.begin), w.dVj.data(),  // dV += P^T dO
+                 Strides{1, bcp, dp, dp}, true);
+    for (index_t r = 0; r < br; ++r)  // dS = P (dP - D)
+      Row<T>(&w.P[r * bcp], bc) *= Row<T>(&w.dP[r * bcp], bc) - D[rows.begin + r];
+    tile_product(bc, dp, br, w.P.data(), pk.Qp.rows(rows.begin), w.dKj.data(),  // dK += dS^T Q
+                 Strides{1, bcp, dp, dp}, true);
+    tile_product(br, dp, bc, w.P.data(), pk.Kp.rows(cols.begin), w.dQi.data(),  // dQ_i = dS K_j
+                 Strides{bcp, 1, dp, dp}, false);
+    for (index_t r = 0; r < br; ++r)  // dQ += scale dS K, summed across key tiles in double
+      for (index_t x = 0; x < d; ++x)
+        dQ_mine[(rows.begin + r) * d + x] += double(scale * w.dQi[r * dp + x]);
   }
-  Map<T>(dK + cols.begin * d, bc, d) = dKj;
-  Map<T>(dV + cols.begin * d, bc, d) = dVj;
+  for (index_t c = 0; c < bc; ++c)
+    for (index_t x = 0; x < d; ++x) {
+      dK[(cols.begin + c) * d + x] = scale * w.dKj[c * dp + x];  // dK = scale dS^T Q
+      dV[(cols.begin + c) * d + x] = w.dVj[c * dp + x];
+    }
 }
 
 int thread_count(index_t threads) {
@@ -134,18 +217,25 @@ int thread_count(index_t threads) {
 
 }  // namespace
 
+// Heads one after another; within a head the threads pack its K and V, then share its tiles.
 template <class T>
 void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
              const T* V, T* O, T* L) {
   const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
-  const index_t work = s.heads() * t.Tr();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o.threads))
-  for (index_t w = 0; w < work; ++w) {
-    const index_t head = w / t.Tr(), i = w % t.Tr();
-    forward_tile(s, mask, t, scale, Q + head * s.n * s.d, K + head * s.m * s.d,
-                 V + head * s.m * s.d, O + head * s.n * s.d, L + head * s.n, i);
+  Packed<T> Kt, Vp;
+#pragma omp parallel num_threads(thread_count(o.threads))
+  {
+    std::vector<T> S(std::size_t(t.Br * padded<T>(t.Bc))), Oi(std::size_t(t.Br * padded<T>(s.d)));
+    for (index_t head = 0; head < s.heads(); ++head) {
+      const index_t q0 = head * s.n * s.d, k0 = head * s.m * s.d;
+      pack_transposed(K + k0, t, s.d, Kt);
+      pack_rows(V + k0, s.m, s.d, Vp);
+#pragma omp for schedule(dynamic, 1)
+      for (index_t i = 0; i < t.Tr(); ++i)
+        forward_tile(mask, t, scale, Q + q0, Kt, Vp, O + q0, L + head * s.n, i, S, Oi);
+    }
   }
 }
 
@@ -162,14 +252,23 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
     D[r] = T(sum);
   }
   std::vector<Tile<double>> dQ_per_thread(std::size_t(threads), Tile<double>::Zero(rows, s.d));
-  const index_t work = s.heads() * t.Tc();
-#pragma omp parallel for schedule(static, 1) num_threads(int(threads))
-  for (index_t w = 0; w < work; ++w) {
-    const index_t head = w / t.Tc(), j = w % t.Tc();
-    double* mine = dQ_per_thread[std::size_t(omp_get_thread_num())].data() + head * s.n * s.d;
-    backward_tile(s, mask, t, scale, Q + head * s.n * s.d, K + head * s.m * s.d,
-                  V + head * s.m * s.d, L + head * s.n, D + head * s.n, dO + head * s.n * s.d, mine,
-                  dK + head * s.m * s.d, dV + head * s.m * s.d, j);
+  BackwardPacks<T> pk;
+#pragma omp parallel num_threads(int(threads))
+  {
+    BackwardScratch<T> w(t, padded<T>(s.d));
+    double* mine = dQ_per_thread[std::size_t(omp_get_thread_num())].data();
+    for (index_t head = 0; head < s.heads(); ++head) {
+      const index_t q0 = head * s.n * s.d, k0 = head * s.m * s.d;
+      pack_transposed(K + k0, t, s.d, pk.Kt);
+      pack_transposed(V + k0, t, s.d, pk.Vt);
+      pack_rows(Q + q0, s.n, s.d, pk.Qp);
+      pack_rows(K + k0, s.m, s.d, pk.Kp);
+      pack_rows(dO + q0, s.n, s.d, pk.dOp);
+#pragma omp for schedule(static, 1)
+      for (index_t j = 0; j < t.Tc(); ++j)
+        backward_tile(mask, t, scale, Q + q0, dO + q0, pk, L + head * s.n, D + head * s.n,
+                      mine + q0, dK + k0, dV + k0, j, w);
+    }
   }
   Tile<double> sum = dQ_per_thread[0];  // the per-thread sums, added in thread order
   for (std::size_t k = 1; k < dQ_per_thread.size(); ++k) sum += dQ_per_thread[k];

@@ -1,0 +1,108 @@
+// tile_product.hpp — the fast path's one matrix product, register-blocked:
+//   C = A B   or   C += A B,   A: rows x K, B: K x N, C: rows x N
+// A is read one scalar at a time through two strides, A(r, k) = A[r * a_row + k * a_inner], so
+// the same kernel forms S = Q_i K_j^T (A = Q_i, B = K_j^T packed), O_i += P V_j (A = P) and
+// dV_j += P^T dO_i (A = P^T: a_row = 1, a_inner = the row stride of P). B and C are row-major,
+// N a multiple of the vector width W (the caller pads B and C with zero columns).
+//
+// The micro-kernel keeps an R x (NB W) block of C in registers while k runs over K:
+//   for k: b_c = B(k, c W .. c W + W)  (NB vector loads);  for r: C_rc += A(r, k) b_c  (FMA)
+// R x NB = 6 x 4 vectors on AVX-512 (24 of its 32 registers), 6 x 2 on AVX2 and SSE (12 of 16).
+// No packing: B's rows are vector loads, A's entries broadcasts. C is written once per product.
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "flashdemo/params.hpp"
+
+namespace fd::fast {
+
+#if defined(__AVX512F__)
+constexpr int kSimdBytes = 64, kBlockRows = 6, kBlockVectors = 4;
+#elif defined(__AVX__)
+constexpr int kSimdBytes = 32, kBlockRows = 6, kBlockVectors = 2;
+#else
+constexpr int kSimdBytes = 16, kBlockRows = 6, kBlockVectors = 2;
+#endif
+
+template <class T>
+struct Simd {
+  static constexpr index_t W = kSimdBytes / index_t(sizeof(T));  // lanes per vector
+  typedef T V __attribute__((vector_size(kSimdBytes)));
+  static V load(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(T* p, const V& v) { std::memcpy(p, &v, sizeof v); }
+};
+
+// n rounded up to a whole number of vectors.
+template <class T>
+constexpr index_t padded(index_t n) {
+  return (n + Simd<T>::W - 1) / Simd<T>::W * Simd<T>::W;
+}
+
+struct Strides {
+  index_t a_row, a_inner, ldb, ldc;
+};
+
+// One R x (NB W) block of C over the whole K.
+template <class T, int R, int NB>
+void product_block(index_t K, const T* A, const T* B, T* C, Strides s, bool accumulate) {
+  using S = Simd<T>;
+  typename S::V acc[R][NB];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < NB; ++c)
+      acc[r][c] = accumulate ? S::load(C + r * s.ldc + c * S::W) : typename S::V{};
+  for (index_t k = 0; k < K; ++k) {
+    typename S::V b[NB];
+#pragma GCC unroll 8
+    for (int c = 0; c < NB; ++c) b[c] = S::load(B + k * s.ldb + c * S::W);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const T a = A[r * s.a_row + k * s.a_inner];
+#pragma GCC unroll 8
+      for (int c = 0; c < NB; ++c) acc[r][c] += b[c] * a;
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < NB; ++c) S::store(C + r * s.ldc + c * S::W, acc[r][c]);
+}
+
+namespace detail {
+template <class T>
+using BlockFn = void (*)(index_t, const T*, const T*, T*, Strides, bool);
+
+// table[r - 1][c - 1] = product_block<T, r, c>: the full block and every edge block.
+template <class T, std::size_t... RC>
+constexpr auto block_table(std::index_sequence<RC...>) {
+  return std::array<BlockFn<T>, sizeof...(RC)>{
+      &product_block<T, int(RC / kBlockVectors) + 1, int(RC % kBlockVectors) + 1>...};
+}
+}  // namespace detail
+
+// C (rows x N) = A B, or += with `accumulate`; N a multiple of Simd<T>::W.
+template <class T>
+void tile_product(index_t rows, index_t N, index_t K, const T* A, const T* B, T* C, Strides s,
+                  bool accumulate) {
+  static constexpr auto table =
+      detail::block_table<T>(std::make_index_sequence<kBlockRows * kBlockVectors>());
+  constexpr index_t W = Simd<T>::W, cols = kBlockVectors * W;
+  for (index_t c0 = 0; c0 < N; c0 += cols) {  // a column block of B stays in L1 over the rows
+    const index_t nb = (N - c0 < cols ? N - c0 : cols) / W;
+    for (index_t r0 = 0; r0 < rows; r0 += kBlockRows) {
+      const index_t nr = rows - r0 < kBlockRows ? rows - r0 : kBlockRows;
+      table[std::size_t((nr - 1) * kBlockVectors + nb - 1)](K, A + r0 * s.a_row, B + c0,
+                                                            C + r0 * s.ldc + c0, s, accumulate);
+    }
+  }
+}
+
+}  // namespace fd::fast
