@@ -6,9 +6,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "flashdemo/fast/tile_product.hpp"
+#include "flashdemo/fast/vector_exp.hpp"
 #include "flashdemo/online_softmax.hpp"
 
 namespace fd::fast {
@@ -23,26 +26,46 @@ using Map = Eigen::Map<Tile<T>>;
 template <class T>
 using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// Whole vectors of a row, from its start: every score goes through the same vector exp, wherever
-// the row lies in memory and wherever its visible part ends (bit-reproducible results).
+// exp on one vector: ours for float (vector_exp.hpp, within 1 ulp), Eigen's for double.
 template <class T>
-using Lanes = Eigen::Array<T, Simd<T>::W, 1>;
+typename Simd<T>::V exp_lanes(typename Simd<T>::V x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return exp_vector(x);
+  } else {
+    Eigen::Array<T, Simd<T>::W, 1> a;
+    std::memcpy(a.data(), &x, sizeof x);
+    a = a.exp();
+    std::memcpy(&x, a.data(), sizeof x);
+    return x;
+  }
+}
 
-// P = exp(S - shift) on S[0, keep), 0 on S[keep, cols); returns rowsum P. The row has room for
-// keep rounded up to whole vectors.
+// The sum of a vector's lanes, pairwise: a tree of depth log2 W, not a chain of W additions.
+template <class T>
+T lane_sum(typename Simd<T>::V v) {
+  T a[Simd<T>::W];
+  std::memcpy(a, &v, sizeof v);
+  for (index_t w = Simd<T>::W / 2; w > 0; w /= 2)
+    for (index_t x = 0; x < w; ++x) a[x] += a[x + w];
+  return a[0];
+}
+
+// P = exp(S - shift) on S[0, keep), 0 on S[keep, cols); returns rowsum P. Whole vectors from
+// the row's start (the row has room for keep rounded up to whole vectors): every score goes
+// through the same instructions wherever the row lies in memory (bit-reproducible results).
 template <class T>
 T exp_row(T* S, index_t keep, index_t cols, T shift) {
+  using V = typename Simd<T>::V;
   const index_t W = Simd<T>::W, end = padded<T>(keep);
+  V sum{};
   for (index_t k = 0; k < end; k += W) {
-    Eigen::Map<Lanes<T>> c(S + k);
-    c = (c - shift).exp();
+    V e = exp_lanes<T>(Simd<T>::load(S + k) - shift);
+    for (index_t x = keep - k; x < W; ++x) e[x] = T(0);  // the last vector: masked keys
+    Simd<T>::store(S + k, e);
+    sum += e;
   }
-  std::fill(S + keep, S + std::max(cols, end), T(0));
-  Lanes<T> sum = Lanes<T>::Zero();
-  for (index_t k = 0; k < end; k += W) sum += Eigen::Map<const Lanes<T>>(S + k);
-  T total = 0;
-  for (index_t x = 0; x < W; ++x) total += sum[x];
-  return total;
+  std::fill(S + end, S + std::max(cols, end), T(0));
+  return lane_sum<T>(sum);
 }
 
 // One row of a score tile, in place:
