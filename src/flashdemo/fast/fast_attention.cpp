@@ -234,6 +234,20 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
     }
 }
 
+// This thread's key tiles, dealt out in a snake: round r gives tiles r T .. r T + T - 1 to
+// threads 0 .. T - 1, every other round in reverse. Causal key tile j has Tc - j query tiles, so
+// the snake evens out the work that a plain round-robin leaves to thread 0; fixed for a given
+// thread count, so each thread's dQ sum, and the result, is the same on every run.
+std::vector<index_t> my_key_tiles(index_t Tc) {
+  const index_t T = omp_get_num_threads(), me = omp_get_thread_num();
+  std::vector<index_t> mine;
+  for (index_t r = 0; r * T < Tc; ++r) {
+    const index_t j = r * T + (r % 2 == 0 ? me : T - 1 - me);
+    if (j < Tc) mine.push_back(j);
+  }
+  return mine;
+}
+
 int thread_count(index_t threads) {
   return int(threads < 1 ? 1 : threads);
 }
@@ -287,10 +301,10 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
       pack_rows(Q + q0, s.n, s.d, pk.Qp);
       pack_rows(K + k0, s.m, s.d, pk.Kp);
       pack_rows(dO + q0, s.n, s.d, pk.dOp);
-#pragma omp for schedule(static, 1)
-      for (index_t j = 0; j < t.Tc(); ++j)
+      for (index_t j : my_key_tiles(t.Tc()))
         backward_tile(mask, t, scale, Q + q0, dO + q0, pk, L + head * s.n, D + head * s.n,
                       mine + q0, dK + k0, dV + k0, j, w);
+#pragma omp barrier
     }
   }
   Tile<double> sum = dQ_per_thread[0];  // the per-thread sums, added in thread order
