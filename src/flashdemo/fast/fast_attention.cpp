@@ -86,13 +86,15 @@ T softmax_row(T* S, index_t keep, index_t cols, T scale, T& m, T& alpha) {
 
 // One head's operands laid out for tile_product, once per head:
 //   Kt (or Vt): per key tile j, K_j^T as d x Bc' (Bc' = Bc padded to whole vectors, zeros past m)
-//   Xp: rows x d' copies of Q, K, V or dO with d' = d padded to whole vectors (zero columns).
+//   Xp: rows x d' copies of Q, K, V or dO with d' = d padded to whole vectors (zero columns);
+//       no copy when d is whole vectors already (d = 64, 128).
 template <class T>
 struct Packed {
   index_t d, dp, bcp;  // d, d', Bc'
   std::vector<T> data;
-  const T* tile(index_t j) const { return data.data() + j * d * bcp; }  // for Kt, Vt
-  const T* rows(index_t r) const { return data.data() + r * dp; }       // for Xp
+  const T* base = nullptr;  // data, or the array itself when its rows are whole vectors already
+  const T* tile(index_t j) const { return base + j * d * bcp; }  // for Kt, Vt
+  const T* rows(index_t r) const { return base + r * dp; }       // for Xp
 };
 
 // Both packs are called by every thread of a parallel region (or outside one): one thread sizes
@@ -103,6 +105,7 @@ void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
   {
     out.d = d, out.dp = padded<T>(d), out.bcp = padded<T>(t.Bc);
     out.data.assign(std::size_t(t.Tc() * d * out.bcp), T(0));
+    out.base = out.data.data();
   }
 #pragma omp for schedule(static)
   for (index_t j = 0; j < t.Tc(); ++j) {
@@ -118,8 +121,10 @@ void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
 #pragma omp single
   {
     out.d = d, out.dp = padded<T>(d), out.bcp = 0;
-    out.data.assign(std::size_t(rows * out.dp), T(0));
+    out.data.assign(d == out.dp ? 0 : std::size_t(rows * out.dp), T(0));  // d = 64, 128: no copy
+    out.base = d == out.dp ? X : out.data.data();
   }
+  if (d == out.dp) return;
 #pragma omp for schedule(static)
   for (index_t r = 0; r < rows; ++r) std::copy(X + r * d, X + (r + 1) * d, &out.data[r * out.dp]);
 }
