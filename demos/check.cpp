@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "common.hpp"
 #include "flashdemo/grade.hpp"
@@ -146,9 +147,20 @@ nlohmann::json grade_event(int k, const std::string& path, Precision p, const Gr
           {"hint", h ? ui::tr(*h) : ""}};
 }
 
+// A submitted array, read and typed before anything is printed: a bad file is one error line.
+struct Submitted {
+  int k;
+  Precision precision;
+  Mat<double> values;
+};
+
 int run_check(const CheckOptions& o) {
   Grader grader(load_problem(o));
   const CheckProblem& p = grader.problem();
+  std::vector<Submitted> submitted;
+  for (int k = 0; k < 5; ++k)
+    if (!o.files[k].empty())
+      submitted.push_back({k, judged_in(o.judge, o.files[k]), load(o.files[k], false)});
   Recording rec(TraceFiles{}, "flashdemo check");
   ui::heading(ui::tr(Msg::check_title), ui::tr(Msg::check_rule));
   ui::say(Msg::check_problem, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
@@ -161,12 +173,10 @@ int run_check(const CheckOptions& o) {
                              ui::tr(Msg::check_col_where), ui::tr(Msg::check_col_bound),
                              ui::tr(Msg::check_col_verdict)));
   int passed = 0, graded = 0;
-  for (int k = 0; k < 5; ++k) {
-    if (o.files[k].empty()) continue;
-    const Precision prec = judged_in(o.judge, o.files[k]);
-    const Grade g = grader.grade(ArrayKind(k), load(o.files[k], false), prec);
-    print_grade(k, o.files[k], prec, g);
-    rec.emit(grade_event(k, o.files[k], prec, g));
+  for (const Submitted& a : submitted) {
+    const Grade g = grader.grade(ArrayKind(a.k), a.values, a.precision);
+    print_grade(a.k, o.files[a.k], a.precision, g);
+    rec.emit(grade_event(a.k, o.files[a.k], a.precision, g));
     passed += g.pass, ++graded;
   }
   ui::result(Msg::check_summary, passed, graded);

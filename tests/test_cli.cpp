@@ -386,6 +386,11 @@ TEST_CASE("bad files and outputs: one line, exit 4 (file) or 2 (usage), nothing 
       {"check --q in_q.npy --k in_k.npy --v in_v.npy --dq in_q.npy", "--do", 2},
       {"check --q in_q.npy --k in_bad_shape.npy --v in_v.npy --o in_q.npy", "shapes do not fit", 4},
       {"check --k in_k.npy --v in_v.npy --o in_q.npy", "--q", 2},
+      // Found by fuzz_cli: check printed its header and table before it opened the graded files.
+      {"check --q in_q.npy --k in_k.npy --v in_v.npy --o missing.npy", "missing.npy: cannot open",
+       4},
+      {"check --q in_q.npy --k in_k.npy --v in_v.npy --o in_q.npy --do in_do.npy --dq garbage.npy",
+       "bad magic", 4},
   };
   for (const Bad& b : cases) {
     const Run r = run(b.args);
