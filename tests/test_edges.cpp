@@ -51,6 +51,32 @@ TEST_CASE_TEMPLATE("large scores and tiny shapes: no NaN, the reference's answer
       const auto g = flash_backward<T>(Q, K, V, tiled.O, tiled.L, Q, p, {3, 4});
       CHECK_FALSE(g.dQ.hasNaN());
       CHECK_FALSE(g.dK.hasNaN());
+      // The fast backward, from its own forward (dO = Q): never NaN; against the fp64 reference
+      // where the scale is moderate. Past scale ~1e3 the gradients are ill-conditioned: the
+      // rounding of q.k (6e-8 |q||k| in fp32, 1e-16 in fp64) moves S by scale times as much and
+      // dQ = scale dS K multiplies again, so any two summation orders differ by more than the
+      // rule allows (measured in fp64 at scale 1e3 and 2.5e3: dQ and dK 1.0e-12 to 1.5e-12 off,
+      // against a bound of 1e-12, on the teaching path as on the fast one; in fp32 one dV entry
+      // of the fast path above its bound of 2.5e-6).
+      Mat<T> dQ(e.n, e.d), dK(e.m, e.d), dV(e.m, e.d);
+      Vec<T> D(e.n);
+      fast::backward<T>({1, 1, e.n, e.m, e.d}, p, {2, {4, 8}}, Q.data(), K.data(), V.data(),
+                        O.data(), L.data(), Q.data(), dQ.data(), dK.data(), dV.data(), D.data());
+      const auto rb =
+          reference_backward<double>(Q.template cast<double>(), K.template cast<double>(),
+                                     V.template cast<double>(), Q.template cast<double>(), p);
+      const auto nb = reference_backward<T>(Q, K, V, Q, p);
+      auto expect = [&](const Mat<T>& got, const Mat<double>& want, const Mat<T>& naive,
+                        const char* what) {
+        CHECK_FALSE(got.hasNaN());
+        if (e.scale > 1.0) return;
+        test::check_close(
+            got, want,
+            test::tolerance<T>(want.cwiseAbs().maxCoeff(), max_abs_error(naive, want).value), what);
+      };
+      expect(dQ, rb.dQ, nb.dQ, "dQ (fast)");
+      expect(dK, rb.dK, nb.dK, "dK (fast)");
+      expect(dV, rb.dV, nb.dV, "dV (fast)");
     }
   }
 }

@@ -288,10 +288,12 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
-  for (index_t r = 0; r < rows; ++r) {  // D = rowsum(dO * O), summed in double: dP - D cancels
-    double sum = 0;
-    for (index_t x = 0; x < s.d; ++x) sum += double(dO[r * s.d + x]) * double(O[r * s.d + x]);
-    D[r] = T(sum);
+  // D = rowsum(dO * O) in T, one product after the other, as dP = dO V^T is summed: where P is
+  // one-hot (scores far apart), O is a row of V and dP - D must cancel to exactly 0.
+  for (index_t r = 0; r < rows; ++r) {
+    T sum = 0;
+    for (index_t x = 0; x < s.d; ++x) sum += dO[r * s.d + x] * O[r * s.d + x];
+    D[r] = sum;
   }
   std::vector<Tile<double>> dQ_per_thread(std::size_t(threads), Tile<double>::Zero(rows, s.d));
   BackwardPacks<T> pk;

@@ -11,7 +11,7 @@
 //   O = O_i / l,  L = m + log l  (each rounded once; l = 0: O = 0, L = -inf)
 // Backward (FlashAttention-2; heads in turn, threads over key tiles j; each thread sums its own
 // dQ in double and the per-thread dQ are added in thread order at the end):
-//   D = rowsum(dO O) (double),  P = exp(S - L),  dV_j += P^T dO_i,  dP = dO_i V_j^T,
+//   D = rowsum(dO O) (in T, summed as dP is),  P = exp(S - L),  dV_j += P^T dO_i,  dP = dO_i V_j^T,
 //   dS = P (dP - D),  dK_j += dS^T Q_i (times scale at the end),  dQ_i += scale dS K_j.
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).
 #pragma once
