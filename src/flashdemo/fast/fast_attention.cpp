@@ -239,18 +239,27 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
     }
 }
 
-// This thread's key tiles, dealt out in a snake: round r gives tiles r T .. r T + T - 1 to
-// threads 0 .. T - 1, every other round in reverse. Causal key tile j has Tc - j query tiles, so
-// the snake evens out the work that a plain round-robin leaves to thread 0; fixed for a given
-// thread count, so each thread's dQ sum, and the result, is the same on every run.
-std::vector<index_t> my_key_tiles(index_t Tc) {
+// This thread's share of `count` work items, dealt out in a snake: round r gives items
+// r T .. r T + T - 1 to threads 0 .. T - 1, every other round in reverse. Causal key tile j has
+// Tc - j query tiles, so the snake evens out the work that a plain round-robin leaves to thread
+// 0; fixed for a given thread count, so each thread's dQ sum, and the result, is the same on
+// every run.
+std::vector<index_t> my_share(index_t count) {
   const index_t T = omp_get_num_threads(), me = omp_get_thread_num();
   std::vector<index_t> mine;
-  for (index_t r = 0; r * T < Tc; ++r) {
-    const index_t j = r * T + (r % 2 == 0 ? me : T - 1 - me);
-    if (j < Tc) mine.push_back(j);
+  for (index_t r = 0; r * T < count; ++r) {
+    const index_t w = r * T + (r % 2 == 0 ? me : T - 1 - me);
+    if (w < count) mine.push_back(w);
   }
   return mine;
+}
+
+// How many heads to take at once: enough that every thread has two tiles to work on (one head
+// when a head alone has that many), so many small heads still use all the threads. The packs
+// are per head of a group: their memory is that of K and V for G heads.
+index_t group_size(index_t heads, index_t tiles_per_head, index_t threads) {
+  const index_t want = (2 * threads + tiles_per_head - 1) / tiles_per_head;
+  return std::max<index_t>(1, std::min(heads, want));
 }
 
 int thread_count(index_t threads) {
@@ -259,24 +268,31 @@ int thread_count(index_t threads) {
 
 }  // namespace
 
-// Heads one after another; within a head the threads pack its K and V, then share its tiles.
+// Heads in groups (group_size): the threads pack the group's K and V, then share its
+// (head, query tile) items.
 template <class T>
 void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
              const T* V, T* O, T* L) {
   const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
-  Packed<T> Kt, Vp;
+  const index_t G = group_size(s.heads(), t.Tr(), thread_count(o.threads));
+  std::vector<Packed<T>> Kt(static_cast<std::size_t>(G)), Vp(static_cast<std::size_t>(G));
 #pragma omp parallel num_threads(thread_count(o.threads))
   {
     std::vector<T> S(std::size_t(t.Br * padded<T>(t.Bc))), Oi(std::size_t(t.Br * padded<T>(s.d)));
-    for (index_t head = 0; head < s.heads(); ++head) {
-      const index_t q0 = head * s.n * s.d, k0 = head * s.m * s.d;
-      pack_transposed(K + k0, t, s.d, Kt);
-      pack_rows(V + k0, s.m, s.d, Vp);
+    for (index_t h0 = 0; h0 < s.heads(); h0 += G) {
+      const index_t g = std::min(G, s.heads() - h0);
+      for (index_t x = 0; x < g; ++x) {
+        pack_transposed(K + (h0 + x) * s.m * s.d, t, s.d, Kt[std::size_t(x)]);
+        pack_rows(V + (h0 + x) * s.m * s.d, s.m, s.d, Vp[std::size_t(x)]);
+      }
 #pragma omp for schedule(dynamic, 1)
-      for (index_t i = 0; i < t.Tr(); ++i)
-        forward_tile(mask, t, scale, Q + q0, Kt, Vp, O + q0, L + head * s.n, i, S, Oi);
+      for (index_t w = 0; w < g * t.Tr(); ++w) {
+        const index_t x = w / t.Tr(), head = h0 + x, q0 = head * s.n * s.d;
+        forward_tile(mask, t, scale, Q + q0, Kt[std::size_t(x)], Vp[std::size_t(x)], O + q0,
+                     L + head * s.n, w % t.Tr(), S, Oi);
+      }
     }
   }
 }
@@ -296,21 +312,29 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
     D[r] = sum;
   }
   std::vector<Tile<double>> dQ_per_thread(std::size_t(threads), Tile<double>::Zero(rows, s.d));
-  BackwardPacks<T> pk;
+  const index_t G = group_size(s.heads(), t.Tc(), threads);
+  std::vector<BackwardPacks<T>> packs(static_cast<std::size_t>(G));
 #pragma omp parallel num_threads(int(threads))
   {
     BackwardScratch<T> w(t, padded<T>(s.d));
     double* mine = dQ_per_thread[std::size_t(omp_get_thread_num())].data();
-    for (index_t head = 0; head < s.heads(); ++head) {
-      const index_t q0 = head * s.n * s.d, k0 = head * s.m * s.d;
-      pack_transposed(K + k0, t, s.d, pk.Kt);
-      pack_transposed(V + k0, t, s.d, pk.Vt);
-      pack_rows(Q + q0, s.n, s.d, pk.Qp);
-      pack_rows(K + k0, s.m, s.d, pk.Kp);
-      pack_rows(dO + q0, s.n, s.d, pk.dOp);
-      for (index_t j : my_key_tiles(t.Tc()))
-        backward_tile(mask, t, scale, Q + q0, dO + q0, pk, L + head * s.n, D + head * s.n,
-                      mine + q0, dK + k0, dV + k0, j, w);
+    for (index_t h0 = 0; h0 < s.heads(); h0 += G) {  // heads in groups, as in the forward
+      const index_t g = std::min(G, s.heads() - h0);
+      for (index_t x = 0; x < g; ++x) {
+        const index_t q0 = (h0 + x) * s.n * s.d, k0 = (h0 + x) * s.m * s.d;
+        BackwardPacks<T>& pk = packs[std::size_t(x)];
+        pack_transposed(K + k0, t, s.d, pk.Kt);
+        pack_transposed(V + k0, t, s.d, pk.Vt);
+        pack_rows(Q + q0, s.n, s.d, pk.Qp);
+        pack_rows(K + k0, s.m, s.d, pk.Kp);
+        pack_rows(dO + q0, s.n, s.d, pk.dOp);
+      }
+      for (index_t item : my_share(g * t.Tc())) {  // (head, key tile) items
+        const index_t x = item / t.Tc(), head = h0 + x;
+        const index_t q0 = head * s.n * s.d, k0 = head * s.m * s.d;
+        backward_tile(mask, t, scale, Q + q0, dO + q0, packs[std::size_t(x)], L + head * s.n,
+                      D + head * s.n, mine + q0, dK + k0, dV + k0, item % t.Tc(), w);
+      }
 #pragma omp barrier
     }
   }

@@ -2,15 +2,16 @@
 // teaching path, with tile products through one register-blocked kernel (tile_product.hpp),
 // vectorized exp, threads, and no tracing.
 //
-// Forward (heads in turn; per head K^T and V packed once, then threads over query tiles i):
+// Forward (heads in groups big enough to busy every thread; per head K^T and V packed once, then
+// threads over the group's (head, query tile i)):
 //   S = Q_i K_j^T  then  S = scale S          (the scale rounds once, after the product)
 //   masked keys of partial causal tiles: only the visible prefix of each row is used
 //   m_new = max(m, rowmax S),  alpha = exp(m - m_new)  (0 when m = -inf)
 //   P = exp(S - m_new)  (0 for a row still at -inf),  l = alpha l + rowsum P  (l in double)
 //   O_i = diag(alpha) O_i + P V_j
 //   O = O_i / l,  L = m + log l  (each rounded once; l = 0: O = 0, L = -inf)
-// Backward (FlashAttention-2; heads in turn, threads over key tiles j; each thread sums its own
-// dQ in double and the per-thread dQ are added in thread order at the end):
+// Backward (FlashAttention-2; heads in groups, threads over (head, key tile j); each thread sums
+// its own dQ in double and the per-thread dQ are added in thread order at the end):
 //   D = rowsum(dO O) (in T, summed as dP is),  P = exp(S - L),  dV_j += P^T dO_i,  dP = dO_i V_j^T,
 //   dS = P (dP - D),  dK_j += dS^T Q_i (times scale at the end),  dQ_i += scale dS K_j.
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).
