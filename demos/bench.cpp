@@ -249,10 +249,14 @@ double median(std::vector<double> v) {
 // the same threads, checked on two rows against a double product. GFLOP/s. Square, because a
 // GEMM's best speed is reached on square shapes: a skinny n x m x d product is slower than the
 // fused attention kernel itself and would be no ceiling.
+index_t gemm_side(const BenchOptions& o) {
+  const double side = std::cbrt(double(o.n) * double(o.keys()) * double(o.d));
+  return std::clamp<index_t>(index_t(std::lround(side / 16)) * 16, 16, 2048);
+}
+
 template <class T>
 double gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
-  const double side = std::cbrt(double(o.n) * double(o.keys()) * double(o.d));
-  const index_t k = std::clamp<index_t>(index_t(std::lround(side / 16)) * 16, 16, 2048);
+  const index_t k = gemm_side(o);
   std::vector<T> A(std::size_t(k * k)), B(A.size()), C(A.size());
   for (std::size_t x = 0; x < A.size(); ++x)
     A[x] = a.Q[x % a.Q.size()], B[x] = a.V[(x * 7) % a.V.size()];
@@ -321,8 +325,11 @@ void run_bench_as(const BenchOptions& o) {
               {"verified", true},
               {"max_error", 0.0},
               {"threads", o.threads},
-              {"peak_bytes", 0.0}});
-    return ui::settings().json ? fmt::print("{}\n", j.dump()) : print_table<T>(o, j);
+              {"peak_bytes", 0.0},
+              {"gemm_side", gemm_side(o)}});
+    if (ui::settings().json) return fmt::print("{}\n", j.dump());
+    print_table<T>(o, j);
+    return ui::result(Msg::bench_gemm_side, gemm_side(o));
   }
   Outputs<T> saved = run_once(o, a);
   const Verdict v = verify_heads(o, a, saved);
