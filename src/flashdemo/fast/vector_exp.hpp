@@ -5,8 +5,9 @@
 //   e^x = 2^n e^r                                            (n added to the exponent bits)
 // Accuracy: within 1 unit in the last place of exp(x) (a test sweeps the range: 0.79 at worst).
 // Range: x < -86.5 gives 0 (the true value is below 2.7e-38, where floats turn subnormal);
-// x is at most 88.5 (above, the result would not be a float anyway: the caller's arguments are
-// S - m <= 0). Every lane goes through the same instructions: the result depends only on x.
+// x must be at most 88.5 (above, the result is wrong, not inf): the callers' arguments are
+// S - m <= 0, S - L (about 0 at most), or lanes they discard. Every lane goes through the same
+// instructions: the result depends only on x.
 #pragma once
 
 #include <cstdint>
@@ -18,14 +19,14 @@ namespace fd::fast {
 
 inline Simd<float>::V exp_vector(Simd<float>::V x) {
   using VF = Simd<float>::V;
-  typedef std::int32_t VI __attribute__((vector_size(kSimdBytes)));
+  typedef std::uint32_t VU __attribute__((vector_size(kSimdBytes)));  // bits: wrap, never UB
   constexpr float log2e = 1.44269504088896341f, magic = 12582912.0f;  // 1.5 * 2^23
   constexpr float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
-  const VI underflow = x < -86.5f;  // all ones where the result is 0
-  const VF t = x * log2e + magic;   // n sits in the low bits of t's mantissa
-  const VF n = t - magic;           // n as a float, exactly
-  VF r = x - n * ln2_hi;            // exact: n ln2_hi has few bits
-  r = r - n * ln2_lo;               // |r| <= ln2 / 2
+  const VU underflow = (VU)(x < -86.5f);  // all ones where the result is 0
+  const VF t = x * log2e + magic;         // n sits in the low bits of t's mantissa
+  const VF n = t - magic;                 // n as a float, exactly
+  VF r = x - n * ln2_hi;                  // exact: n ln2_hi has few bits
+  r = r - n * ln2_lo;                     // |r| <= ln2 / 2
   VF p = r * (1.0f / 5040) + (1.0f / 720);
   p = p * r + (1.0f / 120);
   p = p * r + (1.0f / 24);
@@ -33,12 +34,13 @@ inline Simd<float>::V exp_vector(Simd<float>::V x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;  // e^r, in [0.70, 1.42]
-  VI bits, tb, mb;
+  VU bits, tb, mb;
   std::memcpy(&bits, &p, sizeof p);
   std::memcpy(&tb, &t, sizeof t);
   const VF mv = VF{} + magic;
   std::memcpy(&mb, &mv, sizeof mv);
-  bits += (tb - mb) << 23;  // times 2^n
+  bits += (tb - mb) << 23;  // times 2^n (n in two's complement; out-of-range lanes are masked
+                            // or are the caller's don't-care lanes)
   bits &= ~underflow;
   VF out;
   std::memcpy(&out, &bits, sizeof out);
