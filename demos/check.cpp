@@ -71,13 +71,14 @@ std::optional<Msg> hint(Diagnosis d) {
   return std::nullopt;
 }
 
-Mat<double> load(const std::string& path, bool finite) {
+// An input of the problem (Q, K, V, dO): finite, or refused with the file's name.
+Mat<double> load_input(const std::string& path) {
   const NpyArray a = read_npy(path);
-  if (finite) require_finite(a, path);
+  require_finite(a, path);
   return to_matrix<double>(a);
 }
 
-Precision judged_in(Judge j, const std::string& path) {
+Precision judged_in(Judge j, NpyType type) {
   switch (j) {
     case Judge::fp64:
       return Precision::fp64;
@@ -90,7 +91,7 @@ Precision judged_in(Judge j, const std::string& path) {
     case Judge::auto_:
       break;
   }
-  return read_npy(path).type == NpyType::f4 ? Precision::fp32 : Precision::fp64;
+  return type == NpyType::f4 ? Precision::fp32 : Precision::fp64;
 }
 
 const char* precision_label(Precision p) {
@@ -99,16 +100,16 @@ const char* precision_label(Precision p) {
 }
 
 CheckProblem load_problem(const CheckOptions& o) {
-  CheckProblem p{load(o.q, true),
-                 load(o.k, true),
-                 load(o.v, true),
+  CheckProblem p{load_input(o.q),
+                 load_input(o.k),
+                 load_input(o.v),
                  {},
                  AttnParams{o.causal, o.align, o.scale}};
   if (p.K.cols() != p.Q.cols() || p.V.rows() != p.K.rows() || p.V.cols() != p.Q.cols())
     throw NpyError(ui::tr(Msg::check_err_shapes, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
                           p.V.rows(), p.V.cols()));
   if (!o.dO.empty()) {
-    p.dO = load(o.dO, true);
+    p.dO = load_input(o.dO);
     if (p.dO.rows() != p.Q.rows() || p.dO.cols() != p.Q.cols())
       throw NpyError(
           ui::tr(Msg::check_err_do, o.dO, p.dO.rows(), p.dO.cols(), p.Q.rows(), p.Q.cols()));
@@ -154,13 +155,18 @@ struct Submitted {
   Mat<double> values;
 };
 
+// Reads the file once: its dtype decides the precision it is judged in (unless --precision says).
+Submitted submit(int k, const std::string& path, Judge j) {
+  const NpyArray a = read_npy(path);
+  return {k, judged_in(j, a.type), to_matrix<double>(a)};
+}
+
 int run_check(const CheckOptions& o) {
   Grader grader(load_problem(o));
   const CheckProblem& p = grader.problem();
   std::vector<Submitted> submitted;
   for (int k = 0; k < 5; ++k)
-    if (!o.files[k].empty())
-      submitted.push_back({k, judged_in(o.judge, o.files[k]), load(o.files[k], false)});
+    if (!o.files[k].empty()) submitted.push_back(submit(k, o.files[k], o.judge));
   Recording rec(TraceFiles{}, "flashdemo check");
   ui::heading(ui::tr(Msg::check_title), ui::tr(Msg::check_rule));
   ui::say(Msg::check_problem, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -99,7 +100,7 @@ struct Tally {
   std::vector<Array> arrays;
   void add(const char* what, double got, double ref, double naive) {
     auto a = std::find_if(arrays.begin(), arrays.end(),
-                          [&](const Array& x) { return std::string(x.what) == what; });
+                          [&](const Array& x) { return std::strcmp(x.what, what) == 0; });
     if (a == arrays.end()) a = arrays.insert(arrays.end(), Array{what});
     a->err = std::max(a->err, abs_error(got, ref));
     a->naive = std::max(a->naive, abs_error(naive, ref));
