@@ -38,4 +38,15 @@ double tolerance(double ref_max_abs, double err_naive) {
   return two_x_bound(err_naive);
 }
 
+// DESIGN.md's rule for one array of a path in precision T: `got` against the fp64 `ref`, the
+// bound from the size of `ref` (fp64) or from the naive path's error in T (`naive`, lower ones).
+template <class T, class A, class B, class C>
+void check_rule(const Eigen::DenseBase<A>& got, const Eigen::DenseBase<B>& ref,
+                const Eigen::DenseBase<C>& naive, const std::string& what) {
+  check_close(got, ref,
+              tolerance<T>(ref.derived().cwiseAbs().maxCoeff(),
+                           max_abs_error(naive.derived(), ref.derived()).value),
+              what);
+}
+
 }  // namespace fd::test

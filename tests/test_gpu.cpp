@@ -69,11 +69,7 @@ void check_case(const Case& c, const AttnParams& p, bool deterministic) {
     const auto nf = reference_forward<T>(Q, K, V, p);
     const auto nb = reference_backward<T>(Q, K, V, dO, p);
     auto expect = [&](const Mat<T>& got, const Mat<double>& ref, const Mat<T>& naive,
-                      const char* what) {
-      test::check_close(
-          got, ref, test::tolerance<T>(ref.cwiseAbs().maxCoeff(), max_abs_error(naive, ref).value),
-          what);
-    };
+                      const char* what) { test::check_rule<T>(got, ref, naive, what); };
     const Vec<T> Lh = Eigen::Map<const Vec<T>>(L.data() + h * c.n, c.n);
     expect(head(O, h, c.n, c.d), rf.O, nf.O, "O");
     test::check_close(Lh, rf.L, test::tolerance<T>(10.0, max_abs_error(nf.L, rf.L).value), "L");
