@@ -433,7 +433,7 @@ void setup_bench(CLI::App& app) {
     if (o->reps == 0) o->reps = o->device == Device::cuda ? 20 : 5;
     check_impl(*o);
     ensure_fits(double(o->b * o->h) * double(o->n + 2 * o->keys()) * double(o->d) * 8.0 * 4,
-                "the benchmark's arrays");
+                ui::tr(Msg::bench_arrays_what));
     try {
       o->dtype == DType::fp64 ? run_bench_as<double>(*o) : run_bench_as<float>(*o);
     } catch (const cuda::CudaError& e) {
