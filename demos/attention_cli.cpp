@@ -10,9 +10,11 @@
 #include "flashdemo/compare.hpp"
 #include "flashdemo/file_io.hpp"
 #include "flashdemo/npy.hpp"
+#include "flashdemo/precision.hpp"
 #include "ui/format.hpp"
 #include "ui/mistakes.hpp"
 #include "ui/output.hpp"
+#include "ui/verdict.hpp"
 
 namespace fd::demos {
 namespace {
@@ -122,10 +124,10 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
   return a;
 }
 
-void ensure_reference_fits(const AttentionOptions& o, double extra_nm) {
+void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes) {
   const double n = double(o.n), m = double(o.keys()), d = double(o.d);
   const double words = (n + 2 * m) * d * 4 + extra_nm * n * m;  // inputs, copies; n x m arrays
-  ensure_fits(words * 8.0, tr(Msg::what_reference, extra_nm));
+  ensure_fits(words * double(bytes), tr(Msg::what_reference, extra_nm));
 }
 
 nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand) {
@@ -149,28 +151,17 @@ nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand) 
           {"Bc", o.Bc},
           {"causal", o.causal},
           {"align", o.align == CausalAlign::top_left ? "top-left" : "bottom-right"},
-          {"dtype", precision_name(o)},
+          {"dtype", precision_name(o.working())},
           {"scale", o.params().scale_for(o.d)},
           {"Tr", t.Tr()},
           {"Tc", t.Tc()},
           {"grid", grid}};
 }
 
-const char* precision_name(const AttentionOptions& o) {
-  switch (o.precision) {
-    case Precision::bf16:
-      return "bf16";
-    case Precision::fp16:
-      return "fp16";
-    default:
-      return dtype_name(o.dtype);
-  }
-}
-
 void print_problem(const AttentionOptions& o) {
   const AttnParams params = o.params();
   const index_t m = o.keys();
-  ui::say(Msg::problem_shapes, o.n, o.d, m, o.d, precision_name(o),
+  ui::say(Msg::problem_shapes, o.n, o.d, m, o.d, precision_name(o.working()),
           o.emulated() ? tr(Msg::problem_emulated) : "",
           o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), o.Br, o.Bc);
   ui::say(!o.causal                          ? Msg::mask_none
@@ -186,21 +177,16 @@ void print_problem(const AttentionOptions& o) {
     ui::say(Msg::inputs_files, o.files.q, o.files.k, o.files.v);
 }
 
-void print_error_line(const std::string& label, const AttentionOptions& o, double err,
-                      double err_naive, double ref_max_abs) {
-  std::string verdict;
-  if (o.dtype == DType::fp64 && !o.emulated()) {
-    const bool ok = err <= double_bound(ref_max_abs);
-    verdict = ui::paint(tr(ok ? Msg::verdict_exact : Msg::verdict_fail_double),
-                        ok ? ui::Paint::good : ui::Paint::bad);
-  } else {
-    const double bound = two_x_bound(err_naive);
-    const bool ok = err <= bound;
-    verdict = tr(
-        Msg::verdict_2x, precision_name(o), ui::sci(err_naive), ui::sci(bound),
-        ui::paint(tr(ok ? Msg::word_pass : Msg::word_fail), ok ? ui::Paint::good : ui::Paint::bad));
-  }
-  ui::result(Msg::error_line, label, label, ui::sci(err), verdict);
+std::string reference_name(const AttentionOptions& o) {
+  return o.working() == Precision::fp64 ? tr(Msg::reference_wide) : "fp64";
+}
+
+void print_reference_title(const AttentionOptions& o) {
+  ui::section(tr(Msg::against_reference, reference_name(o)));
+}
+
+void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v) {
+  ui::result(Msg::error_line, label, label, ui::sci(v.err), ui::verdict_text(o.working(), v));
 }
 
 void print_mistake(Mistake mistake) {

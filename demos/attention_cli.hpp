@@ -7,6 +7,7 @@
 
 #include "common.hpp"
 #include "flashdemo/attention.hpp"
+#include "flashdemo/compare.hpp"
 #include "flashdemo/tiling.hpp"
 #include "flashdemo/variant.hpp"
 #include "recording.hpp"
@@ -46,6 +47,14 @@ struct AttentionOptions {
   TileSizes tiles() const { return TileSizes{Br, Bc}; }
   Variant variant() const { return Variant{precision, mistake}; }
   bool emulated() const { return precision == Precision::bf16 || precision == Precision::fp16; }
+  // The precision the run is judged in: the emulated one, else --dtype's.
+  Precision working() const {
+    return emulated() ? precision : dtype == DType::fp32 ? Precision::fp32 : Precision::fp64;
+  }
+  // Where sums accumulate: fp32 for fp32 and the emulated formats, fp64 for fp64.
+  Precision accumulator() const {
+    return dtype == DType::fp64 && !emulated() ? Precision::fp64 : Precision::fp32;
+  }
 };
 
 enum class Subcommand { forward, backward };
@@ -62,8 +71,8 @@ struct LoadedArrays {
 };
 LoadedArrays prepare_inputs(AttentionOptions& o);
 
-// Refuses sizes whose fp64 reference (extra_nm matrices of n x m doubles) would not fit.
-void ensure_reference_fits(const AttentionOptions& o, double extra_nm);
+// Refuses sizes whose reference (extra_nm matrices of n x m, `bytes` per element) would not fit.
+void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes);
 
 // The problem: shapes, precision, scale, tiles, mask, where the inputs come from.
 void print_problem(const AttentionOptions& o);
@@ -71,12 +80,15 @@ void print_problem(const AttentionOptions& o);
 // The "problem" event that opens a JSON trace: sizes, tiles, mask and the tile grid.
 nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand);
 
-// The name of the precision a run is judged in: fp64, fp32, bf16 or fp16.
-const char* precision_name(const AttentionOptions& o);
+// The type the reference of a run is computed in: fp64, or 80-bit long double for an fp64 run.
+std::string reference_name(const AttentionOptions& o);
 
-// "max |X - X_ref| = 1.2e-16   exact to double rounding" (fp64) or the 2x-rule line.
-void print_error_line(const std::string& label, const AttentionOptions& o, double err,
-                      double err_naive, double ref_max_abs);
+// The section title: against the reference, in the type it was computed in.
+void print_reference_title(const AttentionOptions& o);
+
+// "max |X - X_ref| = 3.1e-07   naive fp32 2.4e-07, bound 2x + 1e-6 = 1.5e-06: pass", or the
+// reason there is no verdict (the naive yardstick overflowed in that precision).
+void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v);
 
 // What a --break mistake does and why it drifts (or, at these scores, does not).
 void print_mistake(Mistake mistake);
@@ -84,8 +96,14 @@ void print_mistake_list(Subcommand which);
 
 // Inputs in T: the files when given, else the lecture's random draws; rounded to the emulated
 // precision when --precision asks.
+// Values that do not fit the working precision are refused (require_fits), never rounded to inf.
 template <class T>
 Inputs<T> inputs_for(const AttentionOptions& o, const LoadedArrays& files) {
+  if (files.Q.size()) {
+    require_fits(files.Q, "Q", o.working(), o.files.q);
+    require_fits(files.K, "K", o.working(), o.files.k);
+    require_fits(files.V, "V", o.working(), o.files.v);
+  }
   Inputs<T> in = files.Q.size() ? Inputs<T>{files.Q.cast<T>(), files.K.cast<T>(), files.V.cast<T>()}
                                 : lecture_inputs<T>(o.seed, o.n, o.keys(), o.d);
   if (o.emulated())

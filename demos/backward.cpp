@@ -41,26 +41,53 @@ void print_storage(const AttentionOptions& o, std::size_t bytes) {
   ui::say(Msg::backward_stored_standard, format_bytes(standard));
 }
 
-template <class T>
-BackwardResult<double> reference_gradients(const Inputs<T>& in, const AttentionOptions& o,
-                                           const Upstream& up) {
-  // Each path differentiates the same loss; with dO = 2 O each uses its own O.
-  const Mat<double> Q = in.Q.template cast<double>(), K = in.K.template cast<double>(),
-                    V = in.V.template cast<double>();
-  const auto r = reference_backward<double>(
-      Q, K, V, up.dO<double>(reference_forward(Q, K, V, o.params()).O), o.params());
-  return {r.dQ, r.dK, r.dV, r.D};
+// The reference backward in W, wider than the path: each path differentiates the same loss, so
+// with dO = 2 O each uses its own O. S and dP are checked against the accumulator's range.
+template <class W>
+struct ReferenceGradients {
+  BackwardResult<W> g;
+  Magnitudes<W> R;  // of the terms each gradient sums (the rule's floor)
+};
+
+template <class W, class T>
+ReferenceGradients<W> reference_gradients(const Inputs<T>& in, const AttentionOptions& o,
+                                          const Upstream& up) {
+  const Mat<W> Q = in.Q.template cast<W>(), K = in.K.template cast<W>(),
+               V = in.V.template cast<W>();
+  const auto f = reference_forward(Q, K, V, o.params());
+  require_fits(f.S, "S = scale Q K^T", o.accumulator(), "");
+  const Mat<W> dO = up.dO<W>(f.O);
+  require_fits(dO, "dO = 2 O", o.working(), "");
+  const auto r = reference_backward<W>(Q, K, V, dO, o.params());
+  require_fits(r.dP, "dP = dO V^T", o.accumulator(), "");
+  const char* names[] = {"dQ", "dK", "dV"};
+  const Mat<W>* grads[] = {&r.dQ, &r.dK, &r.dV};
+  for (int k = 0; k < 3; ++k) require_fits(*grads[k], names[k], o.working(), "");
+  return {{r.dQ, r.dK, r.dV, r.D}, reference_magnitudes<W>(Q, K, V, dO, f, o.params())};
 }
 
+// The naive backward in T: standard attention's, S and P materialized, in the run's precision.
 template <class T>
-BackwardResult<double> naive_gradients(const Inputs<T>& in, const AttentionOptions& o,
-                                       const Upstream& up) {
+BackwardResult<T> naive_gradients(const Inputs<T>& in, const AttentionOptions& o,
+                                  const Upstream& up) {
   const auto O = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision).O;
   Mat<T> dO = up.dO<T>(O);
   dO = dO.unaryExpr([&](T v) { return round_to(o.precision, v); });
   const auto r = reference_backward<T>(in.Q, in.K, in.V, dO, o.params(), o.precision);
-  return {r.dQ.template cast<double>(), r.dK.template cast<double>(), r.dV.template cast<double>(),
-          r.D.template cast<double>()};
+  return {r.dQ, r.dK, r.dV, r.D};
+}
+
+// The rule on dQ, dK, dV and D.
+struct BackwardVerdicts {
+  RuleVerdict dQ, dK, dV, D;
+};
+
+template <class T, class W>
+BackwardVerdicts judge_backward(const BackwardResult<T>& g, const ReferenceGradients<W>& ref,
+                                const BackwardResult<T>& naive, Precision p) {
+  const BackwardResult<W>& r = ref.g;
+  return {judge(p, g.dQ, r.dQ, naive.dQ, ref.R.dQ), judge(p, g.dK, r.dK, naive.dK, ref.R.dK),
+          judge(p, g.dV, r.dV, naive.dV, ref.R.dV), judge(p, g.D, r.D, naive.D, ref.R.D)};
 }
 
 template <class T>
@@ -84,29 +111,22 @@ void print_finite_differences(const Inputs<T>& in, const BackwardResult<T>& g,
   }
 }
 
-template <class T>
-void print_results(const BackwardResult<T>& g, const BackwardResult<double>& ref,
-                   const BackwardResult<double>& naive, const AttentionOptions& o) {
-  ui::section(ui::tr(Msg::backward_against));
-  const char* names[] = {"dQ", "dK", "dV"};
-  const Mat<T>* mine[] = {&g.dQ, &g.dK, &g.dV};
-  const Mat<double>* refs[] = {&ref.dQ, &ref.dK, &ref.dV};
-  const Mat<double>* naives[] = {&naive.dQ, &naive.dK, &naive.dV};
-  for (int k = 0; k < 3; ++k)
-    print_error_line(names[k], o, max_abs_error(*mine[k], *refs[k]).value,
-                     max_abs_error(*naives[k], *refs[k]).value, refs[k]->cwiseAbs().maxCoeff());
-  print_error_line("D", o, max_abs_error(g.D, ref.D).value, max_abs_error(naive.D, ref.D).value,
-                   ref.D.cwiseAbs().maxCoeff());
+void print_results(const BackwardVerdicts& v, const AttentionOptions& o) {
+  ui::section(ui::tr(Msg::backward_against, reference_name(o)));
+  print_error_line("dQ", o, v.dQ);
+  print_error_line("dK", o, v.dK);
+  print_error_line("dV", o, v.dV);
+  print_error_line("D", o, v.D);
   ui::say(Msg::backward_d_note);
 }
 
-template <class T>
-void print_drift(const BackwardResult<T>& g, const BackwardResult<double>& ref,
+template <class T, class W>
+void print_drift(const BackwardResult<T>& g, const BackwardResult<W>& ref,
                  const AttentionOptions& o) {
   print_mistake(o.mistake);
   const char* names[] = {"dQ", "dK", "dV"};
   const Mat<T>* mine[] = {&g.dQ, &g.dK, &g.dV};
-  const Mat<double>* refs[] = {&ref.dQ, &ref.dK, &ref.dV};
+  const Mat<W>* refs[] = {&ref.dQ, &ref.dK, &ref.dV};
   ui::result_raw("\n");
   for (int k = 0; k < 3; ++k)
     ui::result(Msg::backward_broken, names[k], names[k],
@@ -116,9 +136,12 @@ void print_drift(const BackwardResult<T>& g, const BackwardResult<double>& ref,
 
 template <class T>
 void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
-  ensure_reference_fits(o, 9);
+  using W = wider_t<T>;
+  ensure_reference_fits(o, 9, sizeof(W));
   const Inputs<T> in = inputs_for<T>(o, files);
   const Upstream up{files};
+  if (up.given()) require_fits(files.dO, "dO", o.working(), o.files.dO);
+  const ReferenceGradients<W> ref = reference_gradients<W>(in, o, up);
   Recording rec(o.trace_files, "flashdemo backward");
   rec.emit(problem_event(o, "backward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::backward_title), ui::tr(Msg::backward_source));
@@ -140,16 +163,16 @@ void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
     rec.add_text(&trace);
   }
   const BackwardResult<T> g = backward_on_device(o, in, fwd, dO, rec.sink());
-  const BackwardResult<double> ref = reference_gradients(in, o, up);
-  if (o.mistake != Mistake::none) print_drift(g, ref, o);
-  if (o.parts.results) print_results(g, ref, naive_gradients(in, o, up), o);
+  const BackwardVerdicts v = judge_backward(g, ref, naive_gradients(in, o, up), o.working());
+  if (o.mistake != Mistake::none) print_drift(g, ref.g, o);
+  if (o.parts.results) print_results(v, o);
   if (o.parts.extra) print_finite_differences(in, g, o, up);
   rec.emit({{"event", "result"},
             {"subcommand", "backward"},
-            {"err_dQ", ui::number(max_abs_error(g.dQ, ref.dQ).value)},
-            {"err_dK", ui::number(max_abs_error(g.dK, ref.dK).value)},
-            {"err_dV", ui::number(max_abs_error(g.dV, ref.dV).value)},
-            {"err_D", ui::number(max_abs_error(g.D, ref.D).value)}});
+            {"err_dQ", ui::number(v.dQ.err)},
+            {"err_dK", ui::number(v.dK.err)},
+            {"err_dV", ui::number(v.dV.err)},
+            {"err_D", ui::number(v.D.err)}});
   rec.finish();
   save_if(o.files.save_o, fwd.O);
   save_if(o.files.save_lse, fwd.L);

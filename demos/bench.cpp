@@ -79,7 +79,7 @@ Arrays<T> random_arrays(const BenchOptions& o) {
 // Outputs of one run of every head, host-side, for verification.
 template <class T>
 struct Outputs {
-  std::vector<T> O, L, dQ, dK, dV, D;
+  std::vector<T> O, L, L_lo, dQ, dK, dV, D;  // L_lo: L's rounding error (online_softmax.hpp)
 };
 
 template <class T>
@@ -94,7 +94,8 @@ Verdict verify_heads(const BenchOptions& o, const Arrays<T>& a, const Outputs<T>
                     a.K.data() + k0,
                     a.V.data() + k0,
                     out.O.data() + q0,
-                    out.L.data() + std::size_t(head * o.n)};
+                    out.L.data() + std::size_t(head * o.n),
+                    out.L_lo.data() + std::size_t(head * o.n)};
     if (o.pass == cuda::Pass::bwd)
       h.dO = a.dO.data() + q0, h.dQ = out.dQ.data() + q0, h.dK = out.dK.data() + k0,
       h.dV = out.dV.data() + k0;
@@ -127,6 +128,9 @@ void cpu_head_forward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out
                                  : flash_forward(h.Q, h.K, h.V, o.params(), kTeachingTiles);
   std::copy(f.O.data(), f.O.data() + f.O.size(), out.O.begin() + std::ptrdiff_t(h.q0));
   std::copy(f.L.data(), f.L.data() + f.L.size(), out.L.begin() + std::ptrdiff_t(head * o.n));
+  if (f.L_lo.size())
+    std::copy(f.L_lo.data(), f.L_lo.data() + f.L_lo.size(),
+              out.L_lo.begin() + std::ptrdiff_t(head * o.n));
 }
 
 // The backward from the saved O and L (the reference recomputes its S and P: it saved nothing).
@@ -139,9 +143,10 @@ void cpu_head_backward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& ou
     const auto r = reference_backward(h.Q, h.K, h.V, dO, o.params());
     g = {r.dQ, r.dK, r.dV, r.D};
   } else {
-    const Mat<T> O = Eigen::Map<const Mat<T>>(out.O.data() + h.q0, o.n, o.d);
-    const Vec<T> L = Eigen::Map<const Vec<T>>(out.L.data() + head * o.n, o.n);
-    g = flash_backward(h.Q, h.K, h.V, O, L, dO, o.params(), kTeachingTiles);
+    const ForwardResult<T> f{Eigen::Map<const Mat<T>>(out.O.data() + h.q0, o.n, o.d),
+                             Eigen::Map<const Vec<T>>(out.L.data() + head * o.n, o.n),
+                             Eigen::Map<const Vec<T>>(out.L_lo.data() + head * o.n, o.n)};
+    g = flash_backward(h.Q, h.K, h.V, f, dO, o.params(), kTeachingTiles);
   }
   std::copy(g.dQ.data(), g.dQ.data() + g.dQ.size(), out.dQ.begin() + std::ptrdiff_t(h.q0));
   std::copy(g.dK.data(), g.dK.data() + g.dK.size(), out.dK.begin() + std::ptrdiff_t(h.k0));
@@ -157,11 +162,12 @@ template <class T>
 void run_forward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out) {
   if (o.device == Device::cuda)
     return cuda::forward<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), Variant{},
-                            a.Q.data(), a.K.data(), a.V.data(), out.O.data(), out.L.data());
+                            a.Q.data(), a.K.data(), a.V.data(), out.O.data(), out.L.data(),
+                            out.L_lo.data());
   if (o.impl == Impl::fast)
     return fast::forward(fast::Shape{o.b, o.h, o.n, o.keys(), o.d}, o.params(),
                          fast::Options{o.threads, kFastTiles}, a.Q.data(), a.K.data(), a.V.data(),
-                         out.O.data(), out.L.data());
+                         out.O.data(), out.L.data(), out.L_lo.data());
   for (index_t head = 0; head < o.b * o.h; ++head) cpu_head_forward(o, a, out, head);
 }
 
@@ -171,13 +177,13 @@ void run_backward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out) {
   if (o.device == Device::cuda)
     return cuda::backward<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), Variant{},
                              o.deterministic, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
-                             out.L.data(), a.dO.data(), out.dQ.data(), out.dK.data(), out.dV.data(),
-                             out.D.data());
+                             out.L.data(), out.L_lo.data(), a.dO.data(), out.dQ.data(),
+                             out.dK.data(), out.dV.data(), out.D.data());
   if (o.impl == Impl::fast)
     return fast::backward(fast::Shape{o.b, o.h, o.n, o.keys(), o.d}, o.params(),
                           fast::Options{o.threads, kFastTiles}, a.Q.data(), a.K.data(), a.V.data(),
-                          out.O.data(), out.L.data(), a.dO.data(), out.dQ.data(), out.dK.data(),
-                          out.dV.data(), out.D.data());
+                          out.O.data(), out.L.data(), out.L_lo.data(), a.dO.data(), out.dQ.data(),
+                          out.dK.data(), out.dV.data(), out.D.data());
   for (index_t head = 0; head < o.b * o.h; ++head) cpu_head_backward(o, a, out, head);
 }
 
@@ -186,9 +192,13 @@ template <class T>
 Outputs<T> run_once(const BenchOptions& o, const Arrays<T>& a) {
   const std::size_t nq = a.Q.size(), nk = a.K.size(), rows = std::size_t(o.b * o.h * o.n);
   const bool bwd = o.pass == cuda::Pass::bwd;  // gradients only when they are computed
-  Outputs<T> out{std::vector<T>(nq),           std::vector<T>(rows),
-                 std::vector<T>(bwd ? nq : 0), std::vector<T>(bwd ? nk : 0),
-                 std::vector<T>(bwd ? nk : 0), std::vector<T>(bwd ? rows : 0)};
+  Outputs<T> out{std::vector<T>(nq),
+                 std::vector<T>(rows),
+                 std::vector<T>(rows),
+                 std::vector<T>(bwd ? nq : 0),
+                 std::vector<T>(bwd ? nk : 0),
+                 std::vector<T>(bwd ? nk : 0),
+                 std::vector<T>(bwd ? rows : 0)};
   run_forward(o, a, out);
   if (bwd) run_backward(o, a, out);
   return out;

@@ -13,6 +13,7 @@
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
+#include "ui/verdict.hpp"
 
 namespace fd::demos {
 namespace {
@@ -53,6 +54,8 @@ std::optional<Msg> hint(Diagnosis d) {
       return Msg::hint_unscaled;
     case Diagnosis::l_is_max:
       return Msg::hint_l_is_max;
+    case Diagnosis::l_base2:
+      return Msg::hint_l_base2;
     case Diagnosis::rows_scaled:
       return Msg::hint_rows_scaled;
     case Diagnosis::no_max:
@@ -94,11 +97,6 @@ Precision judged_in(Judge j, NpyType type) {
   return type == NpyType::f4 ? Precision::fp32 : Precision::fp64;
 }
 
-const char* precision_label(Precision p) {
-  const char* names[] = {"fp64", "fp32", "bf16", "fp16"};
-  return names[int(p)];
-}
-
 CheckProblem load_problem(const CheckOptions& o) {
   CheckProblem p{load_input(o.q),
                  load_input(o.k),
@@ -119,33 +117,50 @@ CheckProblem load_problem(const CheckOptions& o) {
 
 const std::string kRow = "  {:<4} {:<22} {:<6} {:>9}  {:<12} {:>9}  {}\n";
 
+const std::string kHintIndent = "             ";
+
+// The line under a failing array: the diagnosis, else the first wrong row; under an array with
+// no verdict, why. Printed as results, so --quiet keeps them.
+std::string explanation(Precision p, const Grade& g) {
+  if (g.outcome == Outcome::no_verdict)
+    return ui::tr(Msg::check_no_verdict, precision_name(p), ui::sci(g.naive_err), precision_name(p),
+                  ui::grade_hint(p, "--precision"));
+  if (const auto h = hint(g.diagnosis)) return ui::tr(*h);
+  if (g.first_bad_row == 0) return ui::tr(Msg::check_first_wrong_0);
+  if (g.first_bad_row > 0) return ui::tr(Msg::check_first_wrong, g.first_bad_row);
+  return "";
+}
+
+RuleVerdict as_verdict(const Grade& g) {
+  return {g.outcome, g.err, g.naive_err, g.bound};
+}
+
 void print_grade(int k, const std::string& path, Precision p, const Grade& g) {
   const bool no_location = std::isinf(g.err) && g.bound == 0;
   const std::string where = no_location ? "-" : fmt::format("({}, {})", g.worst_row, g.worst_col);
-  const std::string verdict = g.pass ? ui::paint(ui::tr(Msg::word_pass), ui::Paint::good)
-                                     : ui::paint(ui::tr(Msg::word_fail), ui::Paint::bad);
-  ui::result_raw(fmt::format(fmt::runtime(kRow), kNames[k], path, precision_label(p),
-                             ui::sci(g.err), where, ui::sci(g.bound), verdict));
+  const std::string bound = g.outcome == Outcome::no_verdict ? "-" : ui::sci(g.bound);
+  ui::result_raw(fmt::format(fmt::runtime(kRow), kNames[k], path, precision_name(p), ui::sci(g.err),
+                             where, bound, ui::verdict_word(as_verdict(g))));
   if (g.pass) return;
-  if (const auto h = hint(g.diagnosis))
-    ui::wrap(ui::tr(*h), 98, ui::tr(Msg::check_hint), "             ");
-  else if (g.first_bad_row > 0)
-    ui::result(Msg::check_first_wrong, g.first_bad_row);
+  const std::string why = explanation(p, g);
+  if (!why.empty()) ui::result_raw(ui::wrap(why, 98, ui::tr(Msg::check_hint), kHintIndent));
 }
 
 nlohmann::json grade_event(int k, const std::string& path, Precision p, const Grade& g) {
-  const auto h = hint(g.diagnosis);
   return {{"event", "grade"},
           {"array", kNames[k]},
           {"file", path},
-          {"precision", precision_label(p)},
+          {"precision", precision_name(p)},
           {"pass", g.pass},
+          {"verdict", g.outcome == Outcome::pass   ? "pass"
+                      : g.outcome == Outcome::fail ? "fail"
+                                                   : "no verdict"},
           {"max_error", ui::number(g.err)},
           {"worst", {g.worst_row, g.worst_col}},
           {"bound", ui::number(g.bound)},
           {"naive_error", ui::number(g.naive_err)},
           {"first_bad_row", g.first_bad_row},
-          {"hint", h ? ui::tr(*h) : ""}};
+          {"hint", g.pass ? "" : explanation(p, g)}};
 }
 
 // A submitted array, read and typed before anything is printed: a bad file is one error line.
@@ -178,15 +193,22 @@ int run_check(const CheckOptions& o) {
                              ui::tr(Msg::check_col_judged), ui::tr(Msg::check_col_err),
                              ui::tr(Msg::check_col_where), ui::tr(Msg::check_col_bound),
                              ui::tr(Msg::check_col_verdict)));
-  int passed = 0, graded = 0;
+  int passed = 0, graded = 0, ungraded = 0;
   for (const Submitted& a : submitted) {
     const Grade g = grader.grade(ArrayKind(a.k), a.values, a.precision);
     print_grade(a.k, o.files[a.k], a.precision, g);
     rec.emit(grade_event(a.k, o.files[a.k], a.precision, g));
-    passed += g.pass, ++graded;
+    passed += g.pass, ++graded, ungraded += g.outcome == Outcome::no_verdict;
   }
-  ui::result(Msg::check_summary, passed, graded);
-  rec.emit({{"event", "result"}, {"subcommand", "check"}, {"passed", passed}, {"graded", graded}});
+  if (ungraded)
+    ui::result(Msg::check_summary_ungraded, passed, graded, ungraded);
+  else
+    ui::result(Msg::check_summary, passed, graded);
+  rec.emit({{"event", "result"},
+            {"subcommand", "check"},
+            {"passed", passed},
+            {"graded", graded},
+            {"no_verdict", ungraded}});
   rec.finish();
   return passed == graded ? kOk : kCheckFailed;
 }

@@ -10,6 +10,7 @@
 
 #include "flashdemo/random.hpp"
 #include "ui/i18n.hpp"
+#include "ui/verdict.hpp"
 
 namespace fd::demos {
 namespace {
@@ -105,6 +106,31 @@ CLI::Option* add_align(CLI::App* app, CausalAlign& value) {
              ui::tr(ui::Msg::opt_align))
       ->default_str("top-left");
 }
+
+template <class T>
+void require_fits(const T* x, index_t count, index_t cols, const std::string& what, Precision p,
+                  const std::string& file) {
+  const double limit = largest_finite(p);
+  for (index_t k = 0; k < count; ++k) {
+    const T v = x[k];  // compared in T: a long double beyond fp64 stays itself
+    if (std::isinf(v) || !(std::abs(v) > T(limit))) continue;  // inf: a masked score (-inf)
+    const std::string where =
+        cols > 1 ? fmt::format("({}, {})", k / cols, k % cols) : fmt::format("[{}]", k);
+    const std::string value = fmt::format("{:.5g}", v), largest = fmt::format("{:.5g}", limit);
+    if (!file.empty())
+      throw Error(kFile, ui::tr(ui::Msg::err_overflow_input, file, what, value, where,
+                                precision_name(p), largest, ui::overflow_hint(p)));
+    throw Error(kUsage, ui::tr(ui::Msg::err_overflow_value, what, value, where, precision_name(p),
+                               largest, ui::overflow_hint(p)));
+  }
+}
+
+template void require_fits(const float*, index_t, index_t, const std::string&, Precision,
+                           const std::string&);
+template void require_fits(const double*, index_t, index_t, const std::string&, Precision,
+                           const std::string&);
+template void require_fits(const long double*, index_t, index_t, const std::string&, Precision,
+                           const std::string&);
 
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};

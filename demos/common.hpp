@@ -8,6 +8,7 @@
 #include <string>
 
 #include "flashdemo/attention.hpp"
+#include "flashdemo/precision.hpp"
 #include "ui/i18n.hpp"
 
 namespace fd::demos {
@@ -76,6 +77,18 @@ CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value,
   return opt;
 }
 CLI::Option* add_align(CLI::App* app, CausalAlign& value);
+
+// Refuses a run in which a value would overflow the precision it is held in: exit 4 naming the
+// file when `file` is given (an input), else exit 2 (a quantity the options make too large).
+// what: "Q", "S = scale Q K^T", ...; entries already infinite (masked scores) are left alone.
+// x: count values, row-major with `cols` columns (for the position in the message).
+template <class T>
+void require_fits(const T* x, index_t count, index_t cols, const std::string& what, Precision p,
+                  const std::string& file);
+template <class T>
+void require_fits(const Mat<T>& X, const std::string& what, Precision p, const std::string& file) {
+  require_fits(X.data(), X.size(), X.cols(), what, p, file);
+}
 
 // Refuses (exit kTooLarge) a run that needs more than the memory available now.
 void ensure_fits(double bytes, const std::string& what);

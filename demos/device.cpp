@@ -29,12 +29,13 @@ ForwardResult<T> forward_on_device(const AttentionOptions& o, const Inputs<T>& i
                                    TraceSink* sink) {
   if (o.device == Device::cpu)
     return flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), sink, o.variant());
-  ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n)};
+  ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
   cuda::KernelTrace trace;
   const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.Br <= kMaxTracedSlots;
   try {
     cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), in.Q.data(), in.K.data(),
-                     in.V.data(), out.O.data(), out.L.data(), traced ? &trace : nullptr);
+                     in.V.data(), out.O.data(), out.L.data(), out.L_lo.data(),
+                     traced ? &trace : nullptr);
   } catch (const cuda::CudaError& e) {
     throw Error(kNoDevice, e.what());
   }
@@ -49,12 +50,12 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
                                      const ForwardResult<T>& fwd, const Mat<T>& dO,
                                      TraceSink* sink) {
   if (o.device == Device::cpu)
-    return flash_backward(in.Q, in.K, in.V, fwd.O, fwd.L, dO, o.params(), o.tiles(), sink,
-                          o.variant());
+    return flash_backward(in.Q, in.K, in.V, fwd, dO, o.params(), o.tiles(), sink, o.variant());
   BackwardResult<T> g{Mat<T>(o.n, o.d), Mat<T>(o.keys(), o.d), Mat<T>(o.keys(), o.d), Vec<T>(o.n)};
   try {
     cuda::backward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.deterministic, in.Q.data(),
-                      in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(), dO.data(), g.dQ.data(),
+                      in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(),
+                      fwd.L_lo.size() ? fwd.L_lo.data() : nullptr, dO.data(), g.dQ.data(),
                       g.dK.data(), g.dV.data(), g.D.data());
   } catch (const cuda::CudaError& e) {
     throw Error(kNoDevice, e.what());

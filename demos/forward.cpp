@@ -21,29 +21,35 @@ namespace {
 
 using ui::Msg;
 
-template <class T>
-nlohmann::json result_event(const ForwardResult<T>& out, const ReferenceForward<double>& ref) {
-  return {{"event", "result"},
-          {"subcommand", "forward"},
-          {"err_O", ui::number(max_abs_error(out.O, ref.O).value)},
-          {"err_L", ui::number(max_abs_error(out.L, ref.L).value)}};
+// The rule on O and L: against the wider reference, with the naive run in T as the yardstick.
+struct ForwardVerdicts {
+  RuleVerdict O, L;
+};
+
+template <class T, class W>
+ForwardVerdicts judge_forward(const ForwardResult<T>& out, const ReferenceForward<W>& ref,
+                              const ReferenceForward<T>& naive, const Magnitudes<W>& R,
+                              Precision p) {
+  return {judge(p, out.O, ref.O, naive.O, R.O), judge(p, out.L, ref.L, naive.L, R.L)};
 }
 
-template <class T>
-void print_errors(const ForwardResult<T>& out, const ReferenceForward<double>& ref,
-                  const ForwardResult<double>& naive, const AttentionOptions& o) {
-  const Vec<double> finite_L = ref.L.unaryExpr([](double v) { return std::isinf(v) ? 0.0 : v; });
-  ui::section(ui::tr(Msg::against_reference));
-  print_error_line("O", o, max_abs_error(out.O, ref.O).value, max_abs_error(naive.O, ref.O).value,
-                   ref.O.cwiseAbs().maxCoeff());
-  print_error_line("L", o, max_abs_error(out.L, ref.L).value, max_abs_error(naive.L, ref.L).value,
-                   finite_L.cwiseAbs().maxCoeff());
+nlohmann::json result_event(const ForwardVerdicts& v) {
+  return {{"event", "result"},
+          {"subcommand", "forward"},
+          {"err_O", ui::number(v.O.err)},
+          {"err_L", ui::number(v.L.err)}};
+}
+
+void print_errors(const ForwardVerdicts& v, const AttentionOptions& o) {
+  print_reference_title(o);
+  print_error_line("O", o, v.O);
+  print_error_line("L", o, v.L);
 }
 
 // The broken run beside the correct one: how far the mistake drifts, and where.
-template <class T>
+template <class T, class W>
 void print_drift(const Inputs<T>& in, const ForwardResult<T>& broken,
-                 const ReferenceForward<double>& ref, const AttentionOptions& o) {
+                 const ReferenceForward<W>& ref, const AttentionOptions& o) {
   print_mistake(o.mistake);
   const MaxError e = max_abs_error(broken.O, ref.O);
   ui::result(Msg::forward_broken, ui::sci(e.value), e.index / o.d,
@@ -57,17 +63,17 @@ void print_drift(const Inputs<T>& in, const ForwardResult<T>& broken,
 }
 
 // Row q of P recovered from L beside the materialized reference row.
-template <class T>
-void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out,
-                 const ReferenceForward<double>& ref, const AttentionOptions& o) {
+template <class T, class W>
+void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out, const ReferenceForward<W>& ref,
+                 const AttentionOptions& o) {
   const index_t q = o.show_p, m = o.keys();
-  const std::vector<T> p = recover_p_row(in.Q, in.K, out.L, o.params(), q);
+  const std::vector<T> p = recover_p_row(in.Q, in.K, out, o.params(), q);
   ui::section(ui::tr(Msg::show_p_title, q, q, q, q));
   ui::result_raw(fmt::format("  {:>6}  {:>20}  {:>20}  {:>9}\n", "k", ui::tr(Msg::show_p_recovered),
                              ui::tr(Msg::show_p_reference), "|diff|"));
   double sum = 0, worst = 0;
   for (index_t k = 0; k < m; ++k) {
-    const double mine = double(p[std::size_t(k)]), theirs = ref.P(q, k);
+    const double mine = double(p[std::size_t(k)]), theirs = double(ref.P(q, k));
     sum += mine, worst = std::max(worst, std::abs(mine - theirs));
     if (m <= 24 || k < 10 || k >= m - 10)
       ui::result_raw(fmt::format("  {:>6}  {:>20.15f}  {:>20.15f}  {:>9}\n", k, mine, theirs,
@@ -80,8 +86,13 @@ void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out,
 
 template <class T>
 void run_forward_as(const AttentionOptions& o, const LoadedArrays& files) {
-  ensure_reference_fits(o, 3);
+  using W = wider_t<T>;
+  ensure_reference_fits(o, 3, sizeof(W));
   const Inputs<T> in = inputs_for<T>(o, files);
+  const auto ref = reference_forward<W>(in.Q.template cast<W>(), in.K.template cast<W>(),
+                                        in.V.template cast<W>(), o.params());
+  require_fits(ref.S, "S = scale Q K^T", o.accumulator(), "");
+  const auto low = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision);
   Recording rec(o.trace_files, "flashdemo forward");
   rec.emit(problem_event(o, "forward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::forward_title), ui::tr(Msg::forward_source));
@@ -96,15 +107,13 @@ void run_forward_as(const AttentionOptions& o, const LoadedArrays& files) {
     rec.add_text(&trace);
   }
   const ForwardResult<T> out = forward_on_device(o, in, rec.sink());
-  const auto ref =
-      reference_forward<double>(in.Q.template cast<double>(), in.K.template cast<double>(),
-                                in.V.template cast<double>(), o.params());
-  const auto low = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision);
-  const ForwardResult<double> naive{low.O.template cast<double>(), low.L.template cast<double>()};
+  const Magnitudes<W> R = reference_magnitudes<W>(in.Q.template cast<W>(), in.K.template cast<W>(),
+                                                  in.V.template cast<W>(), {}, ref, o.params());
+  const ForwardVerdicts verdicts = judge_forward(out, ref, low, R, o.working());
   if (o.mistake != Mistake::none) print_drift(in, out, ref, o);
-  if (o.parts.results) print_errors(out, ref, naive, o);
+  if (o.parts.results) print_errors(verdicts, o);
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
-  rec.emit(result_event(out, ref));
+  rec.emit(result_event(verdicts));
   rec.finish();
   save_if(o.files.save_o, out.O);
   save_if(o.files.save_lse, out.L);

@@ -45,15 +45,21 @@ std::vector<T> input_values(const SoftmaxOptions& o) {
     require_finite(a, o.input);
     if (a.shape.size() != 1 || a.shape[0] < 1)
       throw NpyError(ui::tr(Msg::softmax_err_vector, o.input));
+    require_fits(a.data.data(), index_t(a.data.size()), 1, "x", precision_of<T>(), o.input);
     for (double v : a.data) x.push_back(T(v));
     return x;
   }
   if (!o.values.empty()) {
-    for (double v : parse_values(o.values)) x.push_back(T(v));
+    const std::vector<double> v = parse_values(o.values);
+    require_fits(v.data(), index_t(v.size()), 1, "--values", precision_of<T>(), "");
+    for (double value : v) x.push_back(T(value));
     return x;
   }
   const T scale = T(o.scale.value_or(5.0));
   for (double v : TorchGenerator(o.seed).randn(o.n)) x.push_back(T(v) * scale);
+  std::vector<double> wide;  // the same products in double, to see one overflow T
+  for (double v : TorchGenerator(o.seed).randn(o.n)) wide.push_back(double(T(v)) * double(scale));
+  require_fits(wide.data(), index_t(wide.size()), 1, "x = randn * --scale", precision_of<T>(), "");
   return x;
 }
 

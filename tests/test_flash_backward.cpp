@@ -39,18 +39,11 @@ template <class T>
 void check_against_reference(const Shape& s, const AttnParams& p) {
   const Case<T> c = make_case<T>(s, 11);
   const auto fwd = flash_forward<T>(c.Q, c.K, c.V, p, TileSizes{s.Br, s.Bc});
-  const auto g = flash_backward<T>(c.Q, c.K, c.V, fwd.O, fwd.L, c.dO, p, TileSizes{s.Br, s.Bc});
-  const auto ref =
-      reference_backward<double>(c.Q.template cast<double>(), c.K.template cast<double>(),
-                                 c.V.template cast<double>(), c.dO.template cast<double>(), p);
-  const auto naive = reference_backward<T>(c.Q, c.K, c.V, c.dO, p);
-  auto check = [](const auto& x, const auto& r, const auto& nv, const char* what) {
-    test::check_rule<T>(x, r, nv, what);
-  };
-  check(g.dQ, ref.dQ, naive.dQ, "dQ");
-  check(g.dK, ref.dK, naive.dK, "dK");
-  check(g.dV, ref.dV, naive.dV, "dV");
-  check(g.D, ref.D, naive.D, "D (rowsum(dO * O) against rowsum(P * dP))");
+  const auto g = flash_backward<T>(c.Q, c.K, c.V, fwd, c.dO, p, TileSizes{s.Br, s.Bc});
+  const test::Problem<T> pr{c.Q, c.K, c.V, c.dO, p};
+  const test::Expected<T> e(pr);
+  test::check_outputs<T>({fwd.O, fwd.L, g.dQ, g.dK, g.dV}, e, "teaching");
+  test::check_rule<T>(g.D, e.rb.D, e.nb.D, e.R.D, "D (rowsum(dO * O) against rowsum(P * dP))");
 }
 
 class Counter : public TraceSink {
@@ -83,8 +76,8 @@ TEST_CASE("gradients of sum(O^2) agree with central finite differences") {
       const Case<double> c = make_case<double>(s, 4);
       const AttnParams p{causal, CausalAlign::bottom_right, {}};
       const auto fwd = flash_forward(c.Q, c.K, c.V, p, TileSizes{s.Br, s.Bc});
-      const auto g = flash_backward<double>(c.Q, c.K, c.V, fwd.O, fwd.L, 2.0 * fwd.O, p,
-                                            TileSizes{s.Br, s.Bc});
+      const auto g =
+          flash_backward<double>(c.Q, c.K, c.V, fwd, 2.0 * fwd.O, p, TileSizes{s.Br, s.Bc});
       const Mat<double>* grads[] = {&g.dQ, &g.dK, &g.dV};
       for (const GradSample& fd_sample : finite_difference_grads(c.Q, c.K, c.V, p)) {
         INFO("operand " << int(fd_sample.operand) << " at " << fd_sample.row << "," << fd_sample.col
@@ -101,7 +94,7 @@ TEST_CASE_TEMPLATE("fully masked rows get zero gradients and no NaN", T, float, 
   const Case<T> c = make_case<T>(s, 8);
   const AttnParams p{true, CausalAlign::bottom_right, {}};  // rows 0..6 see no key
   const auto fwd = flash_forward<T>(c.Q, c.K, c.V, p, TileSizes{s.Br, s.Bc});
-  const auto g = flash_backward<T>(c.Q, c.K, c.V, fwd.O, fwd.L, c.dO, p, TileSizes{s.Br, s.Bc});
+  const auto g = flash_backward<T>(c.Q, c.K, c.V, fwd, c.dO, p, TileSizes{s.Br, s.Bc});
   CHECK(g.dQ.allFinite());
   CHECK(g.dK.allFinite());
   CHECK(g.dV.allFinite());
@@ -118,7 +111,7 @@ TEST_CASE("the backward skips exactly the tiles the forward skips") {
       const AttnParams p{true, align, {}};
       const auto fwd = flash_forward(c.Q, c.K, c.V, p, TileSizes{s.Br, s.Bc});
       Counter counter;
-      flash_backward<double>(c.Q, c.K, c.V, fwd.O, fwd.L, c.dO, p, TileSizes{s.Br, s.Bc}, &counter);
+      flash_backward<double>(c.Q, c.K, c.V, fwd, c.dO, p, TileSizes{s.Br, s.Bc}, &counter);
       const Tiling t{s.n, s.m, s.Br, s.Bc};
       CHECK(counter.tiles == count_tiles(t, p.mask_for(s.n, s.m)).computed());
       CHECK(counter.key_tiles == t.Tc());

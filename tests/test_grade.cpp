@@ -28,7 +28,7 @@ struct Broken {
 Broken flash(const CheckProblem& p, const AttnParams& params, Mistake mistake, TileSizes t) {
   const Variant v{Precision::fp64, mistake};
   const auto f = flash_forward(p.Q, p.K, p.V, params, t, nullptr, v);
-  const auto b = flash_backward(p.Q, p.K, p.V, f.O, f.L, p.dO, params, t, nullptr, v);
+  const auto b = flash_backward(p.Q, p.K, p.V, f, p.dO, params, t, nullptr, v);
   return {f.O, f.L, b.dQ, b.dK, b.dV};
 }
 

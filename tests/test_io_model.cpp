@@ -83,7 +83,7 @@ TEST_CASE("ledger equals the tiles the forward and backward really load") {
                             V = gen.randn_matrix<double>(m, d);
           Loads loads(d);
           const auto fwd = flash_forward(Q, K, V, p, TileSizes{4, 6}, &loads);
-          flash_backward<double>(Q, K, V, fwd.O, fwd.L, fwd.O, p, TileSizes{4, 6}, &loads);
+          flash_backward<double>(Q, K, V, fwd, fwd.O, p, TileSizes{4, 6}, &loads);
           const Ledger g = count_traffic(t, p.mask_for(n, m), d, 1);
           INFO("n=" << n << " m=" << m << " causal=" << causal);
           CHECK(g.fa2_fwd.loads == double(n * d + loads.kv));  // Q once, K and V per tile

@@ -20,8 +20,8 @@ std::size_t display_width(const std::string& text) {
   return fmt::detail::compute_width(fmt::string_view(text));
 }
 
-void wrap(const std::string& text, std::size_t width, const std::string& first,
-          const std::string& rest) {
+std::string wrap(const std::string& text, std::size_t width, const std::string& first,
+                 const std::string& rest) {
   // Units: an ASCII word, or one multi-byte character (Chinese breaks between characters).
   std::string out, line = first;
   bool line_empty = true;
@@ -49,7 +49,7 @@ void wrap(const std::string& text, std::size_t width, const std::string& first,
     line_empty = false;
     k = end;
   }
-  say_raw(out + line + "\n");
+  return out + line + "\n";
 }
 
 std::string sci(double v) {

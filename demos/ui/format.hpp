@@ -10,9 +10,10 @@ namespace fd::ui {
 
 // Fixed-point with `decimals` places; -inf and inf spelled out.
 std::string fixed(double v, int decimals);
-// Prints text wrapped to width columns: the first line starts with `first`, the others `rest`.
-void wrap(const std::string& text, std::size_t width, const std::string& first,
-          const std::string& rest);
+// Text wrapped to width columns, ending in a newline: the first line starts with `first`, the
+// others with `rest`.
+std::string wrap(const std::string& text, std::size_t width, const std::string& first,
+                 const std::string& rest);
 // Terminal columns of UTF-8 text (a CJK character counts two).
 std::size_t display_width(const std::string& text);
 // An error size such as 5.0e-16 (0 prints as 0).

@@ -52,17 +52,18 @@ struct KernelTrace {
 void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double>& L,
             TraceSink& sink);
 
-// Forward on the GPU, host arrays in and out. L: b*h*n. trace (head 0) when not null.
+// Forward on the GPU, host arrays in and out. L: b*h*n; L_lo (L's rounding error, when not
+// null) likewise. trace (head 0) when not null.
 template <class T>
 void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, const T* Q,
-             const T* K, const T* V, T* O, T* L, KernelTrace* trace = nullptr);
+             const T* K, const T* V, T* O, T* L, T* L_lo = nullptr, KernelTrace* trace = nullptr);
 
 // Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
-// through atomics or, with deterministic, in a separate pass over query tiles.
+// through atomics or, with deterministic, in a separate pass over query tiles. L_lo may be null.
 template <class T>
 void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
               bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
-              const T* dO, T* dQ, T* dK, T* dV, T* D);
+              const T* L_lo, const T* dO, T* dQ, T* dK, T* dV, T* D);
 
 // Timing on device-resident data: median/min/max milliseconds of `reps` runs after warm-up,
 // with CUDA events. The inputs are the host arrays given (copied once).

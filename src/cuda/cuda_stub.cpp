@@ -22,13 +22,13 @@ TileSizes default_tiles(index_t, std::size_t) {
 
 template <class T>
 void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, const T*, T*,
-             T*, KernelTrace*) {
+             T*, T*, KernelTrace*) {
   no_cuda();
 }
 
 template <class T>
 void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*, const T*,
-              const T*, const T*, const T*, const T*, T*, T*, T*, T*) {
+              const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*) {
   no_cuda();
 }
 
@@ -40,9 +40,10 @@ Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, cons
 
 #define FD_INSTANTIATE(T)                                                                        \
   template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, \
-                        const T*, T*, T*, KernelTrace*);                                         \
+                        const T*, T*, T*, T*, KernelTrace*);                                     \
   template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
-                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);      \
+                         const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*, \
+                         T*);                                                                    \
   template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, \
                                const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)

@@ -93,7 +93,7 @@ std::size_t forward_smem(const Problem<T>& p) {
 template <class T>
 std::size_t dkdv_smem(const Problem<T>& p) {
   const index_t ld = padded(p.d), Br = p.tiling.Br, Bc = p.tiling.Bc;
-  return sizeof(T) * std::size_t(4 * Bc * ld + 2 * Br * ld + 2 * Br + Br * Bc);
+  return sizeof(T) * std::size_t(4 * Bc * ld + 2 * Br * ld + 3 * Br + Br * Bc);
 }
 
 template <class T>
@@ -176,24 +176,26 @@ TileSizes default_tiles(index_t d, std::size_t element_bytes) {
 
 template <class T>
 void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v, const T* Q,
-             const T* K, const T* V, T* O, T* L, KernelTrace* trace) {
+             const T* K, const T* V, T* O, T* L, T* L_lo, KernelTrace* trace) {
   require_gpu();
   const Problem<T> p = problem<T>(s, params, tiles, v);
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);
-  DeviceArray<T> dQ(Q, nq), dK(K, nk), dV(V, nk), dO(nq), dL(std::size_t(s.heads() * s.n));
+  const std::size_t rows = std::size_t(s.heads() * s.n);
+  DeviceArray<T> dQ(Q, nq), dK(K, nk), dV(V, nk), dO(nq), dL(rows), dLlo(L_lo ? rows : 0);
   const std::size_t tiles_n = std::size_t(p.tiling.Tr() * p.tiling.Tc());
   const std::size_t slots = trace ? tiles_n * std::size_t(p.tiling.Br) : 0;
   DeviceArray<char> computed(trace ? tiles_n : 0);
   DeviceArray<T> m_old(slots), m_new(slots), alpha(slots), l(slots), fm(trace ? s.n : 0),
       fl(trace ? s.n : 0);
   if (trace) check(cudaMemset(computed.ptr, 0, tiles_n), "cudaMemset");
-  launch_forward(ForwardArgs<T>{p, dQ.ptr, dK.ptr, dV.ptr, dO.ptr, dL.ptr, computed.ptr, m_old.ptr,
-                                m_new.ptr, alpha.ptr, l.ptr, fm.ptr, fl.ptr},
+  launch_forward(ForwardArgs<T>{p, dQ.ptr, dK.ptr, dV.ptr, dO.ptr, dL.ptr, dLlo.ptr, computed.ptr,
+                                m_old.ptr, m_new.ptr, alpha.ptr, l.ptr, fm.ptr, fl.ptr},
                  s);
   check_launch("the forward kernel");
   dO.download(O);
   dL.download(L);
+  if (L_lo) dLlo.download(L_lo);
   if (!trace) return;
   trace->tiling = p.tiling;
   trace->computed.assign(tiles_n, 0);
@@ -206,16 +208,17 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
 template <class T>
 void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v,
               bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
-              const T* dO, T* dQ, T* dK, T* dV, T* D) {
+              const T* L_lo, const T* dO, T* dQ, T* dK, T* dV, T* D) {
   require_gpu();
   const Problem<T> p = problem<T>(s, params, tiles, v);
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);
   const std::size_t rows = std::size_t(s.heads() * s.n);
   DeviceArray<T> gQ(Q, nq), gK(K, nk), gV(V, nk), gO(O, nq), gL(L, rows), gdO(dO, nq);
-  DeviceArray<T> gdQ(nq), gdK(nk), gdV(nk), gD(rows);
-  launch_backward(BackwardArgs<T>{p, gQ.ptr, gK.ptr, gV.ptr, gL.ptr, gD.ptr, gdO.ptr, gdQ.ptr,
-                                  gdK.ptr, gdV.ptr, true},
+  DeviceArray<T> gLlo(L_lo ? rows : 0), gdQ(nq), gdK(nk), gdV(nk), gD(rows);
+  if (L_lo) gLlo.upload(L_lo);
+  launch_backward(BackwardArgs<T>{p, gQ.ptr, gK.ptr, gV.ptr, gL.ptr, gLlo.ptr, gD.ptr, gdO.ptr,
+                                  gdQ.ptr, gdK.ptr, gdV.ptr, true},
                   s, gD.ptr, gO.ptr, deterministic);
   check_launch("the backward kernels");
   gdQ.download(dQ), gdK.download(dK), gdV.download(dV), gD.download(D);
@@ -230,12 +233,12 @@ Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, P
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);
   const std::size_t rows = std::size_t(s.heads() * s.n);
-  DeviceArray<T> gQ(Q, nq), gK(K, nk), gV(V, nk), gO(nq), gL(rows), gdO(dO, nq), gdQ(nq), gdK(nk),
-      gdV(nk), gD(rows);
-  const ForwardArgs<T> fa{p,       gQ.ptr,  gK.ptr,  gV.ptr,  gO.ptr,  gL.ptr, nullptr,
-                          nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
-  const BackwardArgs<T> ba{p,       gQ.ptr,  gK.ptr,  gV.ptr,  gL.ptr, gD.ptr,
-                           gdO.ptr, gdQ.ptr, gdK.ptr, gdV.ptr, true};
+  DeviceArray<T> gQ(Q, nq), gK(K, nk), gV(V, nk), gO(nq), gL(rows), gLlo(rows), gdO(dO, nq),
+      gdQ(nq), gdK(nk), gdV(nk), gD(rows);
+  const ForwardArgs<T> fa{p,       gQ.ptr,  gK.ptr,  gV.ptr,  gO.ptr,  gL.ptr,  gLlo.ptr,
+                          nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  const BackwardArgs<T> ba{p,      gQ.ptr,  gK.ptr,  gV.ptr,  gL.ptr,  gLlo.ptr,
+                           gD.ptr, gdO.ptr, gdQ.ptr, gdK.ptr, gdV.ptr, true};
   launch_forward(fa, s);  // O and L for the backward
   check_launch("the forward kernel");
   auto once = [&] {
@@ -267,9 +270,10 @@ Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, P
 
 #define FD_INSTANTIATE(T)                                                                        \
   template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, \
-                        const T*, T*, T*, KernelTrace*);                                         \
+                        const T*, T*, T*, T*, KernelTrace*);                                     \
   template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
-                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);      \
+                         const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*, \
+                         T*);                                                                    \
   template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, \
                                const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)

@@ -4,7 +4,7 @@
 // Forward, grid (Tr, b*h), one thread per query row of tile i:
 //   Q_i -> shared;  for each key tile j not wholly masked:  K_j, V_j -> shared,
 //     S_ij row = scale * q K_j^T (score_row), (m, l, O row) <- update_row       [registers, shared]
-//   O_i = O_i / l,  L_i = m + log(l)  (finalize_row)
+//   O_i = O_i / l,  L_i = m + log(l)  (finalize_row; with L's rounding error L_lo when asked)
 // Backward, FlashAttention-2:
 //   D = rowsum(dO * O)                                   one thread per row
 //   grid (Tc, b*h), one thread per key k of tile j, looping over query tiles i:
@@ -48,7 +48,7 @@ template <class T>
 struct ForwardArgs {
   Problem<T> p;
   const T *Q, *K, *V;
-  T *O, *L;
+  T *O, *L, *L_lo;  // L_lo may be null
   // Head 0's trace, when not null: per tile x row, the state before and after.
   char* computed;
   T *m_old, *m_new, *alpha, *l;
@@ -100,9 +100,10 @@ __global__ void forward_kernel(ForwardArgs<T> a) {
     }
   }
   if (!active) return;
-  const T L = finalize_row(st, sO + r * ld, d);  // O_i /= l, L = m + log(l)
+  const SplitL<T> L = finalize_row(st, sO + r * ld, d);  // O_i /= l, L = m + log(l)
   for (index_t x = 0; x < d; ++x) a.O[(head * p.n + q) * d + x] = round_to(p.p_in, sO[r * ld + x]);
-  a.L[head * p.n + q] = L;
+  a.L[head * p.n + q] = L.L;
+  if (a.L_lo) a.L_lo[head * p.n + q] = L.lo;
   if (tracing) a.final_m[q] = st.m, a.final_l[q] = st.l;
 }
 
@@ -111,17 +112,16 @@ template <class T>
 __global__ void d_kernel(const T* O, const T* dO, T* D, index_t rows, index_t d) {
   const index_t row = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= rows) return;
-  T sum = T(0);
-  for (index_t x = 0; x < d; ++x) sum += dO[row * d + x] * O[row * d + x];
-  D[row] = sum;
+  D[row] = row_D(dO + row * d, O + row * d, d);  // summed as dP = <dO, V_k> is (tile_math.hpp)
 }
 
 template <class T>
 struct BackwardArgs {
   Problem<T> p;
-  const T *Q, *K, *V, *L, *D, *dO;
+  const T *Q, *K, *V, *L, *L_lo, *D, *dO;  // L_lo may be null (taken as 0)
   T *dQ, *dK, *dV;
   bool atomic_dq;
+  __device__ T lo(index_t row) const { return L_lo ? L_lo[row] : T(0); }
 };
 
 // One key tile j: dK_j, dV_j accumulate in shared memory over every query tile i that sees it.
@@ -138,7 +138,8 @@ __global__ void dkdv_kernel(BackwardArgs<T> a) {
   T* sQ = sdV + p.tiling.Bc * ld;      // Br x ld
   T* sdO = sQ + p.tiling.Br * ld;      // Br x ld
   T* sL = sdO + p.tiling.Br * ld;      // Br
-  T* sD = sL + p.tiling.Br;            // Br
+  T* sLlo = sL + p.tiling.Br;          // Br
+  T* sD = sLlo + p.tiling.Br;          // Br
   T* sdS = sD + p.tiling.Br;           // Br x Bc: dS_ij, for this key tile's part of dQ_i
   const index_t c = threadIdx.x, k = cols.begin + c;
   const bool active = c < cols.size();
@@ -152,8 +153,10 @@ __global__ void dkdv_kernel(BackwardArgs<T> a) {
     __syncthreads();
     stage(sQ, a.Q + qbase * d, rows.begin, rows.size(), d);
     stage(sdO, a.dO + qbase * d, rows.begin, rows.size(), d);
-    for (index_t r = threadIdx.x; r < rows.size(); r += blockDim.x)
-      sL[r] = a.L[qbase + rows.begin + r], sD[r] = a.D[qbase + rows.begin + r];
+    for (index_t r = threadIdx.x; r < rows.size(); r += blockDim.x) {
+      const index_t row = qbase + rows.begin + r;
+      sL[r] = a.L[row], sLlo[r] = a.lo(row), sD[r] = a.D[row];
+    }
     __syncthreads();
     for (index_t r = 0; active && r < rows.size(); ++r) {
       const index_t q = rows.begin + r;
@@ -161,9 +164,9 @@ __global__ void dkdv_kernel(BackwardArgs<T> a) {
       if (p.mask.masked(q, k)) continue;  // P = 0: nothing to add
       const T* q_row = sQ + r * ld;
       const T* do_row = sdO + r * ld;
-      const T pf = recompute_p(score(q_row, sK + c * ld, d, p.scale), sL[r]);  // P = exp(S - L)
-      const T dp = score(do_row, sV + c * ld, d, T(1));                        // dP = dO V^T
-      const T ds = round_to(p.p_in, softmax_grad(pf, dp, sD[r]));              // dS = P (dP - D)
+      const T pf = recompute_p(score(q_row, sK + c * ld, d, p.scale), sL[r], sLlo[r]);  // P
+      const T dp = dot(do_row, sV + c * ld, d);                    // dP = dO V^T
+      const T ds = round_to(p.p_in, softmax_grad(pf, dp, sD[r]));  // dS = P (dP - D)
       const T pr = round_to(p.p_in, pf);
       for (index_t x = 0; x < d; ++x) {
         sdV[c * ld + x] += pr * do_row[x];           // dV += P^T dO
@@ -206,7 +209,8 @@ __global__ void dq_kernel(BackwardArgs<T> a) {
   stage(sQ, a.Q + qbase * d, rows.begin, rows.size(), d);
   stage(sdO, a.dO + qbase * d, rows.begin, rows.size(), d);
   for (index_t x = 0; x < d; ++x) sdQ[r * ld + x] = T(0);
-  const T L = active ? a.L[qbase + q] : T(0), D = active ? a.D[qbase + q] : T(0);
+  const T L = active ? a.L[qbase + q] : T(0), L_lo = active ? a.lo(qbase + q) : T(0),
+          D = active ? a.D[qbase + q] : T(0);
   for (index_t j = 0; j < p.tiling.Tc(); ++j) {
     if (p.tiling.classify(p.mask, i, j) == TileKind::skipped) continue;
     const Range cols = p.tiling.cols(j);
@@ -217,8 +221,8 @@ __global__ void dq_kernel(BackwardArgs<T> a) {
     if (!active) continue;
     for (index_t c = 0; c < cols.size(); ++c) {
       if (p.mask.masked(q, cols.begin + c)) continue;
-      const T pf = recompute_p(score(sQ + r * ld, sK + c * ld, d, p.scale), L);
-      const T dp = score(sdO + r * ld, sV + c * ld, d, T(1));
+      const T pf = recompute_p(score(sQ + r * ld, sK + c * ld, d, p.scale), L, L_lo);
+      const T dp = dot(sdO + r * ld, sV + c * ld, d);
       const T ds = round_to(p.p_in, softmax_grad(pf, dp, D));
       for (index_t x = 0; x < d; ++x) sdQ[r * ld + x] += p.scale * ds * sK[c * ld + x];
     }

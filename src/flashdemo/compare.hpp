@@ -1,15 +1,31 @@
-// compare.hpp — error metrics and DESIGN.md's correctness rule.
+// compare.hpp — error metrics and the correctness rule, one definition for every path.
 //
-//   err(X) = max_k |X_k - X_ref_k|   with X_ref in double; equal infinities count as 0 apart
-//   A path in double passes when err <= 1e-12 * max(1, max|X_ref|)        (relative 1e-12)
-//   A path in a lower precision passes when err <= 2 * err_naive + 1e-6, err_naive being the
-//   error of the materializing implementation run in that same precision.
+//   err(X)  = max_k |X_k - X_ref_k|, X_ref from the reference in a wider type than the path
+//             (double for fp32, bf16, fp16; long double for fp64), the difference taken in that
+//             wider type; equal infinities (L = -inf of a row that sees no key) count as 0, NaN
+//             and inf against a finite reference as inf.
+//   naive   = err of the naive (materializing) implementation run in the path's own precision
+//   bound   = 2 * naive + floor
+//   floor   = max(f_p, 4 u R):  f_p = 1e-6 below fp64, 2e-15 in fp64 (about eight units in the
+//             last place of 1.0 in each), u the unit roundoff of the precision the sums accumulate
+//             in (2^-24 for fp32, bf16 and fp16, whose sums are fp32; 2^-53 for fp64), R the
+//             largest magnitude of the terms an entry sums (reference.hpp: Magnitudes). u R is the
+//             rounding error of any one summation order; two orders' errors differ by about that
+//             much whatever their ratio, so where an output cancels (large scores, d = 1) "2x the
+//             naive error" alone would fail right answers by chance.
+//   verdict = pass        when err <= bound (so X is finite wherever X_ref is, and has exactly
+//                         X_ref's infinities, or err would be inf)
+//             fail        otherwise
+//             no verdict  when naive is not finite: the yardstick itself overflowed in that
+//                         precision, so no bound exists there. Never a pass.
 #pragma once
 
 #include <Eigen/Core>
 #include <cmath>
+#include <type_traits>
 
 #include "flashdemo/host_device.hpp"
+#include "flashdemo/precision.hpp"
 
 namespace fd {
 
@@ -18,23 +34,37 @@ struct MaxError {
   index_t index = 0;  // flat index of the worst element
 };
 
-// Pointwise |x - ref| with -inf vs -inf (a fully masked row's L) counted as 0 and NaN as inf.
-inline double abs_error(double x, double ref) {
+// Pointwise |x - ref| in the wider of the two types, with -inf vs -inf (a fully masked row's L)
+// counted as 0 and NaN as inf.
+template <class W>
+double abs_error(W x, W ref) {
   if (x == ref) return 0;
-  const double e = std::abs(x - ref);
-  return std::isnan(e) ? INFINITY : e;
+  const W e = x > ref ? x - ref : ref - x;
+  return std::isnan(e) ? INFINITY : double(e);
 }
 
 template <class A, class B>
 MaxError max_abs_error(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref) {
+  using W = std::common_type_t<typename A::Scalar, typename B::Scalar>;
   MaxError worst;
   const auto& xd = x.derived();
   const auto& rd = ref.derived();
   for (index_t r = 0; r < xd.rows(); ++r) {
     for (index_t c = 0; c < xd.cols(); ++c) {
-      const double e = abs_error(double(xd(r, c)), double(rd(r, c)));
+      const double e = abs_error(W(xd(r, c)), W(rd(r, c)));
       if (e > worst.value) worst = {e, r * xd.cols() + c};
     }
+  }
+  return worst;
+}
+
+// The largest |ref| over its finite entries (the scale of an array; L = -inf rows left out).
+template <class B>
+double max_finite_abs(const Eigen::DenseBase<B>& ref) {
+  double worst = 0;
+  for (index_t k = 0; k < ref.size(); ++k) {
+    const double v = double(ref.derived().data()[k]);
+    if (std::isfinite(v)) worst = std::fmax(worst, std::abs(v));
   }
   return worst;
 }
@@ -42,28 +72,74 @@ MaxError max_abs_error(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& 
 // Rows of x with at least one entry more than tol from ref.
 template <class A, class B>
 index_t rows_above(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref, double tol) {
+  using W = std::common_type_t<typename A::Scalar, typename B::Scalar>;
   index_t count = 0;
   for (index_t r = 0; r < x.rows(); ++r) {
     bool off = false;
     for (index_t c = 0; c < x.cols() && !off; ++c)
-      off = !(abs_error(double(x.derived()(r, c)), double(ref.derived()(r, c))) <= tol);
+      off = !(abs_error(W(x.derived()(r, c)), W(ref.derived()(r, c))) <= tol);
     count += off;
   }
   return count;
 }
 
-constexpr double kDoubleRelTol = 1e-12;
-constexpr double kNaiveFactor = 2.0;
-constexpr double kAbsSlack = 1e-6;
-
-// The bound a lower-precision path must meet given the naive implementation's error.
-inline double two_x_bound(double err_naive) {
-  return kNaiveFactor * err_naive + kAbsSlack;
+// The first row with an entry more than tol from ref; -1 when none.
+template <class A, class B>
+index_t first_row_above(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref, double tol) {
+  using W = std::common_type_t<typename A::Scalar, typename B::Scalar>;
+  for (index_t r = 0; r < x.rows(); ++r)
+    for (index_t c = 0; c < x.cols(); ++c)
+      if (!(abs_error(W(x.derived()(r, c)), W(ref.derived()(r, c))) <= tol)) return r;
+  return -1;
 }
 
-// The bound a double path must meet given the size of the reference values.
-inline double double_bound(double ref_max_abs) {
-  return kDoubleRelTol * (ref_max_abs > 1 ? ref_max_abs : 1.0);
+constexpr double kNaiveFactor = 2.0;
+constexpr double kAbsSlack = 1e-6;     // below fp64
+constexpr double kAbsSlack64 = 2e-15;  // fp64
+constexpr double kRoundingUnits = 4;   // the floor's multiple of u R
+
+// The unit roundoff of the precision p's sums accumulate in.
+inline double accumulator_unit(Precision p) {
+  return p == Precision::fp64 ? 0x1p-53 : 0x1p-24;
+}
+
+// The rule's floor for an array whose terms reach magnitude R (0: the absolute floor alone).
+inline double rule_floor(Precision p, double R = 0) {
+  const double absolute = p == Precision::fp64 ? kAbsSlack64 : kAbsSlack;
+  return std::fmax(absolute, kRoundingUnits * accumulator_unit(p) * R);
+}
+
+// The bound a path in precision p must meet given the naive implementation's error in p.
+inline double rule_bound(Precision p, double err_naive, double R = 0) {
+  return kNaiveFactor * err_naive + rule_floor(p, R);
+}
+
+enum class Outcome { pass, fail, no_verdict };
+
+struct RuleVerdict {
+  Outcome outcome = Outcome::fail;
+  double err = 0, naive = 0, bound = 0;  // bound: inf when there is no verdict
+  double floor = 0;                      // bound = 2 naive + floor
+  bool pass() const { return outcome == Outcome::pass; }
+};
+
+// The rule on one array, from its error, the naive error in the same precision and the
+// magnitude R of its terms.
+inline RuleVerdict apply_rule(Precision p, double err, double err_naive, double R = 0) {
+  const double floor = rule_floor(p, R);
+  if (!std::isfinite(err_naive) || !std::isfinite(floor))
+    return {Outcome::no_verdict, err, err_naive, INFINITY, floor};
+  const double bound = kNaiveFactor * err_naive + floor;
+  return {err <= bound ? Outcome::pass : Outcome::fail, err, err_naive, bound, floor};
+}
+
+// The rule on one array of a path in precision p: `got` and the naive path's `naive`, each
+// against the wider reference `ref`; R the magnitudes of its terms (empty: none known).
+template <class A, class B, class C, class M>
+RuleVerdict judge(Precision p, const Eigen::DenseBase<A>& got, const Eigen::DenseBase<B>& ref,
+                  const Eigen::DenseBase<C>& naive, const Eigen::DenseBase<M>& R) {
+  return apply_rule(p, max_abs_error(got, ref).value, max_abs_error(naive, ref).value,
+                    max_finite_abs(R));
 }
 
 }  // namespace fd

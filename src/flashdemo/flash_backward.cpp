@@ -16,6 +16,7 @@ struct BackwardProblem {
   const Mat<T>& K;
   const Mat<T>& V;
   const Vec<T>& L;
+  const Vec<T>& L_lo;
   const Mat<T>& dO;
   const Vec<T>& D;
   Mask mask;
@@ -43,7 +44,8 @@ void backward_tile(const BackwardProblem<T>& p, index_t i, index_t j, BackwardRe
   BackwardTileEvent e{i, j, rows, cols, p.tiling.classify(p.mask, i, j), {}, {}, {}, {}, {}, {}};
   for (index_t q = rows.begin; q < rows.end; ++q) {
     const T D = p.variant.mistake == Mistake::no_d ? T(0) : p.D(q);  // no-d: D forgotten
-    const BackwardRow<T> row{p.Q.row(q).data(), p.dO.row(q).data(), p.L(q), D, q, p.variant.p_in};
+    const BackwardRow<T> row{p.Q.row(q).data(), p.dO.row(q).data(), p.L(q), p.L_lo(q), D, q,
+                             p.variant.p_in};
     backward_row(row, p.K.data(), p.V.data(), d, cols.begin, cols.size(), d, p.scale, p.mask,
                  P.data(), dS.data(), g.dQ.row(q).data(), g.dK.data(), g.dV.data());
     if (sink) record_row(e, row, P, dS, cols.size());
@@ -55,23 +57,29 @@ void backward_tile(const BackwardProblem<T>& p, index_t i, index_t j, BackwardRe
 
 template <class T>
 Vec<T> backward_D(const Mat<T>& dO, const Mat<T>& O) {
-  return dO.cwiseProduct(O).rowwise().sum();  // D = rowsum(dO * O)
+  Vec<T> D(O.rows());
+  for (index_t q = 0; q < O.rows(); ++q)
+    D(q) = row_D(dO.row(q).data(), O.row(q).data(), O.cols());  // D = rowsum(dO * O)
+  return D;
 }
 
 template <class T>
-BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V, const Mat<T>& O,
-                                 const Vec<T>& L, const Mat<T>& dO, const AttnParams& params,
-                                 TileSizes tiles, TraceSink* sink, Variant variant) {
+BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
+                                 const ForwardResult<T>& fwd, const Mat<T>& dO,
+                                 const AttnParams& params, TileSizes tiles, TraceSink* sink,
+                                 Variant variant) {
   // Q: n x d, K, V: m x d, O, dO: n x d, L: n -> dQ: n x d, dK, dV: m x d, D: n
   const index_t n = Q.rows(), m = K.rows(), d = Q.cols();
   BackwardResult<T> g{Mat<T>::Zero(n, d), Mat<T>::Zero(m, d), Mat<T>::Zero(m, d),
-                      backward_D(dO, O)};
+                      backward_D(dO, fwd.O)};
+  const Vec<T> L_lo = fwd.L_lo.size() ? fwd.L_lo : Vec<T>(Vec<T>::Zero(n));
   AttnParams used = params;
   if (variant.mistake == Mistake::wrong_align) used.align = CausalAlign::top_left;
   const BackwardProblem<T> p{Q,
                              K,
                              V,
-                             L,
+                             fwd.L,
+                             L_lo,
                              dO,
                              g.D,
                              used.mask_for(n, m),
@@ -86,6 +94,7 @@ BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>&
     }
     if (sink) sink->on(KeysDoneEvent{j, p.tiling.cols(j)});
   }
+  g.dQ *= p.scale, g.dK *= p.scale;        // dQ = scale dS K, dK = scale dS^T Q: scaled once
   for (Mat<T>* x : {&g.dQ, &g.dK, &g.dV})  // gradients in the output precision
     for (index_t k = 0; k < x->size(); ++k) x->data()[k] = round_to(variant.p_in, x->data()[k]);
   return g;
@@ -94,7 +103,7 @@ BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>&
 #define FD_INSTANTIATE(T)                                                                \
   template Vec<T> backward_D(const Mat<T>&, const Mat<T>&);                              \
   template BackwardResult<T> flash_backward(const Mat<T>&, const Mat<T>&, const Mat<T>&, \
-                                            const Mat<T>&, const Vec<T>&, const Mat<T>&, \
+                                            const ForwardResult<T>&, const Mat<T>&,      \
                                             const AttnParams&, TileSizes, TraceSink*, Variant);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

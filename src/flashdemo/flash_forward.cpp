@@ -94,7 +94,8 @@ void forward_query_tile(const ForwardProblem<T>& p, index_t i, ForwardResult<T>&
   }
   RowsFinalEvent fin{i, rows, {}, {}, {}};
   for (index_t r = 0; r < rows.size(); ++r) {
-    out.L(rows.begin + r) = finalize_row(st[r], Oi.row(r).data(), Oi.cols());  // O_i /= l_i
+    const SplitL<T> L = finalize_row(st[r], Oi.row(r).data(), Oi.cols());  // O_i /= l_i
+    out.L(rows.begin + r) = L.L, out.L_lo(rows.begin + r) = L.lo;
     if (sink)
       fin.m.push_back(st[r].m), fin.l.push_back(st[r].l), fin.L.push_back(out.L(rows.begin + r));
   }
@@ -120,26 +121,28 @@ ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V
                             Tiling{n, m, tiles.Br, tiles.Bc},
                             T(params.scale_for(Q.cols())),
                             variant};
-  ForwardResult<T> out{Mat<T>::Zero(n, Q.cols()), Vec<T>::Zero(n)};
+  ForwardResult<T> out{Mat<T>::Zero(n, Q.cols()), Vec<T>::Zero(n), Vec<T>::Zero(n)};
   for (index_t i = 0; i < p.tiling.Tr(); ++i) forward_query_tile(p, i, out, sink);
   return out;
 }
 
 template <class T>
-std::vector<T> recover_p_row(const Mat<T>& Q, const Mat<T>& K, const Vec<T>& L,
+std::vector<T> recover_p_row(const Mat<T>& Q, const Mat<T>& K, const ForwardResult<T>& fwd,
                              const AttnParams& params, index_t q) {
   // Q: n x d, K: m x d, L: n -> P_q: m
   std::vector<T> p(K.rows());
   score_row(Q.row(q).data(), K.data(), K.cols(), 0, K.rows(), Q.cols(),
             T(params.scale_for(Q.cols())), params.mask_for(Q.rows(), K.rows()), q, p.data());
-  for (T& v : p) v = recompute_p(v, L(q));  // P = exp(S - L)
+  const T lo = fwd.L_lo.size() ? fwd.L_lo(q) : T(0);
+  for (T& v : p) v = recompute_p(v, fwd.L(q), lo);  // P = exp(S - L)
   return p;
 }
 
-template std::vector<float> recover_p_row(const Mat<float>&, const Mat<float>&, const Vec<float>&,
-                                          const AttnParams&, index_t);
+template std::vector<float> recover_p_row(const Mat<float>&, const Mat<float>&,
+                                          const ForwardResult<float>&, const AttnParams&, index_t);
 template std::vector<double> recover_p_row(const Mat<double>&, const Mat<double>&,
-                                           const Vec<double>&, const AttnParams&, index_t);
+                                           const ForwardResult<double>&, const AttnParams&,
+                                           index_t);
 template ForwardResult<float> flash_forward(const Mat<float>&, const Mat<float>&, const Mat<float>&,
                                             const AttnParams&, TileSizes, TraceSink*, Variant);
 template ForwardResult<double> flash_forward(const Mat<double>&, const Mat<double>&,

@@ -6,7 +6,8 @@
 //     m_new = max(m_i, rowmax(S_ij)),  alpha = exp(m_i - m_new)
 //     P_ij  = exp(S_ij - m_new),        l_i = alpha * l_i + rowsum(P_ij)
 //     O_i   = alpha * O_i + P_ij V_j,   m_i = m_new
-//   O_i = O_i / l_i,  L_i = m_i + log(l_i)             (L is saved for the backward pass)
+//   O_i = O_i / l_i,  L_i = m_i + log(l_i)             (L is saved for the backward pass, with
+//                                                      its rounding error L_lo: online_softmax.hpp)
 #pragma once
 
 #include <vector>
@@ -29,7 +30,7 @@ ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V
 
 // Row q of P recovered from the saved L: P_qk = exp(S_qk - L_q), the matrix never stored.
 template <class T>
-std::vector<T> recover_p_row(const Mat<T>& Q, const Mat<T>& K, const Vec<T>& L,
+std::vector<T> recover_p_row(const Mat<T>& Q, const Mat<T>& K, const ForwardResult<T>& fwd,
                              const AttnParams& params, index_t q);
 
 }  // namespace fd

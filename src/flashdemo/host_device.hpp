@@ -2,8 +2,10 @@
 //
 //   FD_HOST_DEVICE      = __host__ __device__ inline under nvcc, inline elsewhere
 //   ceil_div(a, b)      = ceil(a / b) for a >= 0, b > 0      (number of tiles covering a)
-//   fexp, flog          = exp / log chosen by precision, callable on host and device
+//   fexp, flog          = exp / log chosen by precision, callable on host and device (and for
+//                         long double, the fp64 reference's type, on the host)
 //   neg_inf<T>()        = -infinity, the value of a masked score (never a finite sentinel)
+//   fmadd(a, b, c)      = a * b + c, fused wherever the machine can (one rounding)
 #pragma once
 
 #include <cmath>
@@ -46,6 +48,43 @@ FD_HOST_DEVICE float flog(float x) {
 FD_HOST_DEVICE double flog(double x) {
   return ::log(x);
 }
+#if !defined(__CUDACC__)
+// long double: the wider reference that fp64 paths are judged against (host only).
+inline long double fexp(long double x) {
+  return std::exp(x);
+}
+inline long double flog(long double x) {
+  return std::log(x);
+}
+#endif
+
+// a * b + c, rounded once where the machine has a fused multiply-add (every GPU; x86-64 with FMA),
+// twice where it has none (and in long double: x87 has none). Written out so that no compiler
+// decides loop by loop which of the two it emits: every dot product of every path, and the
+// reference's products, then round the same way, on every machine of a kind.
+FD_HOST_DEVICE float fmadd(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(a, b, c);
+#elif defined(__FMA__)
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+FD_HOST_DEVICE double fmadd(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+  return fma(a, b, c);
+#elif defined(__FMA__)
+  return __builtin_fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+#if !defined(__CUDACC__)
+inline long double fmadd(long double a, long double b, long double c) {
+  return a * b + c;
+}
+#endif
 
 template <class T>
 FD_HOST_DEVICE T fmax2(T a, T b) {

@@ -9,6 +9,9 @@
 //   m = max(m_a, m_b),  l = exp(m_a - m) * l_a + exp(m_b - m) * l_b.
 // Start: m = -inf, l = 0. A block whose entries are all -inf (fully masked) leaves the state
 // unchanged; a row that never saw a finite entry finalizes to L = -inf.
+// The saved L is also kept to twice T's precision, as L + L_lo (TwoSum: L = fl(m + log l), L_lo
+// its rounding error, exactly): at large scores |L| >> 1 and rounding L alone would cost ulp(L) on
+// every P = exp(S - L) the backward recomputes, an error the materializing softmax never makes.
 #pragma once
 
 #include "flashdemo/host_device.hpp"
@@ -26,6 +29,21 @@ FD_HOST_DEVICE T rescale_factor(T m_old, T m_new) {
 template <class T>
 FD_HOST_DEVICE T shifted_exp(T x, T m) {
   return is_neg_inf(m) ? T(0) : fexp(x - m);
+}
+
+// L = m + log(l) as an unevaluated sum L + lo of two T.
+template <class T>
+struct SplitL {
+  T L = neg_inf<T>();  // fl(m + log l): the logsumexp, as saved
+  T lo = T(0);         // (m + log l) - L, exactly
+};
+
+// a + b = s + e exactly, s = fl(a + b) (Knuth's TwoSum: six additions, no branch).
+template <class T>
+FD_HOST_DEVICE SplitL<T> two_sum(T a, T b) {
+  const T s = a + b;
+  const T bb = s - a;
+  return {s, (a - (s - bb)) + (b - bb)};
 }
 
 template <class T>
@@ -63,6 +81,11 @@ struct RowState {
 
   // L = m + log(l): the logsumexp of everything seen; -inf for a row that saw nothing.
   FD_HOST_DEVICE T finalize() const { return l > T(0) ? m + flog(l) : neg_inf<T>(); }
+
+  // The same L with its rounding error (L equals finalize()); lo = 0 for a row that saw nothing.
+  FD_HOST_DEVICE SplitL<T> finalize_split() const {
+    return l > T(0) ? two_sum(m, flog(l)) : SplitL<T>{};
+  }
 };
 
 // The state of the concatenation of two disjoint parts of a row; order does not matter.

@@ -17,6 +17,34 @@ namespace fd {
 
 enum class Precision { fp64, fp32, bf16, fp16 };
 
+// fp64, fp32, bf16, fp16: the names used on the command line and in JSON.
+inline const char* precision_name(Precision p) {
+  const char* names[] = {"fp64", "fp32", "bf16", "fp16"};
+  return names[int(p)];
+}
+
+// The largest finite value of each format: a value beyond it becomes inf when stored there.
+//   fp64 1.797...e308,  fp32 and bf16 3.4e38 (bf16: 3.3895e38),  fp16 65504
+inline constexpr double largest_finite(Precision p) {
+  switch (p) {
+    case Precision::fp64:
+      return 1.7976931348623157e308;
+    case Precision::fp32:
+      return 3.4028234663852886e38;
+    case Precision::bf16:
+      return 3.3895313892515355e38;
+    case Precision::fp16:
+      return 65504.0;
+  }
+  return 0;
+}
+
+// The precision a path computing in T works in (bf16 and fp16 are emulated in float).
+template <class T>
+constexpr Precision precision_of() {
+  return sizeof(T) == sizeof(float) ? Precision::fp32 : Precision::fp64;
+}
+
 FD_HOST_DEVICE std::uint32_t float_bits(float x) {
   std::uint32_t b;
   memcpy(&b, &x, sizeof b);

@@ -8,6 +8,39 @@
 namespace fd {
 namespace {
 
+// C = A B (A: rows x inner, B: inner x cols), row by row: C_i = sum_k A_ik B_k with k ascending,
+// one fused multiply-add per term (fmadd).
+// Each entry is summed in that one order whatever the SIMD width (vectorization runs along the
+// row of B, never across k), unlike a blocked GEMM whose order follows the cache sizes. Zero terms
+// are skipped (B is finite, so 0 * B_k adds nothing): the masked part of P costs nothing.
+template <class T>
+Mat<T> product(const Mat<T>& A, const Mat<T>& B) {
+  Mat<T> C = Mat<T>::Zero(A.rows(), B.cols());
+  const index_t cols = B.cols();
+  for (index_t i = 0; i < A.rows(); ++i) {
+    T* c = C.row(i).data();
+    for (index_t k = 0; k < A.cols(); ++k) {
+      const T a = A(i, k);
+      if (a == T(0)) continue;
+      const T* b = B.row(k).data();
+      for (index_t j = 0; j < cols; ++j) c[j] = fmadd(a, b[j], c[j]);
+    }
+  }
+  return C;
+}
+
+// Row sums of X * Y (elementwise), each summed left to right.
+template <class T>
+Vec<T> rowsum_product(const Mat<T>& X, const Mat<T>& Y) {
+  Vec<T> out(X.rows());
+  for (index_t r = 0; r < X.rows(); ++r) {
+    T sum = T(0);
+    for (index_t c = 0; c < X.cols(); ++c) sum = fmadd(X(r, c), Y(r, c), sum);
+    out(r) = sum;
+  }
+  return out;
+}
+
 // Stores X in the given format (a no-op for fp32 and fp64).
 template <class T>
 void store_as(Precision stored, Mat<T>& X) {
@@ -24,7 +57,7 @@ ReferenceForward<T> reference_forward(const Mat<T>& Q, const Mat<T>& K, const Ma
   const index_t n = Q.rows(), m = K.rows();
   const Mask mask = params.mask_for(n, m);
   ReferenceForward<T> r;
-  r.S = T(params.scale_for(Q.cols())) * (Q * K.transpose());  // S = scale * Q K^T
+  r.S = T(params.scale_for(Q.cols())) * product<T>(Q, K.transpose());  // S = scale * Q K^T
   store_as(stored, r.S);
   r.P.resize(n, m);
   r.L.resize(n);
@@ -42,7 +75,7 @@ ReferenceForward<T> reference_forward(const Mat<T>& Q, const Mat<T>& K, const Ma
     r.L(q) = sum > T(0) ? row_max + flog(sum) : neg_inf<T>();
   }
   store_as(stored, r.P);
-  r.O = r.P * V;  // O = P V
+  r.O = product(r.P, V);  // O = P V
   store_as(stored, r.O);
   return r;
 }
@@ -55,15 +88,37 @@ ReferenceBackward<T> reference_backward(const Mat<T>& Q, const Mat<T>& K, const 
   const ReferenceForward<T> f = reference_forward(Q, K, V, params, stored);
   const T scale = T(params.scale_for(Q.cols()));
   ReferenceBackward<T> r;
-  r.dV = f.P.transpose() * dO;  // dV = P^T dO
-  r.dP = dO * V.transpose();    // dP = dO V^T
+  r.dV = product<T>(f.P.transpose(), dO);  // dV = P^T dO
+  r.dP = product<T>(dO, V.transpose());    // dP = dO V^T
   store_as(stored, r.dP);
-  r.D = f.P.cwiseProduct(r.dP).rowwise().sum();   // D = rowsum(P * dP)
+  r.D = rowsum_product(f.P, r.dP);                // D = rowsum(P * dP)
   r.dS = f.P.cwiseProduct(r.dP.colwise() - r.D);  // dS = P * (dP - D)
   store_as(stored, r.dS);
-  r.dQ = scale * (r.dS * K);              // dQ = scale * dS K
-  r.dK = scale * (r.dS.transpose() * Q);  // dK = scale * dS^T Q
+  r.dQ = scale * product(r.dS, K);                 // dQ = scale * dS K
+  r.dK = scale * product<T>(r.dS.transpose(), Q);  // dK = scale * dS^T Q
   for (Mat<T>* x : {&r.dQ, &r.dK, &r.dV}) store_as(stored, *x);
+  return r;
+}
+
+template <class T>
+Magnitudes<T> reference_magnitudes(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
+                                   const Mat<T>& dO, const ReferenceForward<T>& f,
+                                   const AttnParams& params) {
+  Magnitudes<T> r;
+  r.O = product<T>(f.P, V.cwiseAbs());  // R(O) = P |V|
+  r.L.resize(f.L.size());
+  for (index_t q = 0; q < f.L.size(); ++q) {  // R(L) = max(|m|, |L|), m = max_k S_qk
+    const T m = f.S.row(q).maxCoeff();
+    r.L(q) = is_neg_inf(m) ? T(0) : fmax2(std::abs(m), std::abs(f.L(q)));
+  }
+  if (!dO.size()) return r;
+  const T scale = T(params.scale_for(Q.cols()));
+  r.dV = product<T>(f.P.transpose(), dO.cwiseAbs());                     // R(dV) = P^T |dO|
+  const Mat<T> A = product<T>(dO.cwiseAbs(), V.cwiseAbs().transpose());  // A = |dO| |V|^T
+  r.D = rowsum_product(f.P, A);                                          // R(D) = rowsum(P * A)
+  const Mat<T> B = f.P.cwiseProduct(A.colwise() + r.D);                  // P * (A + R(D))
+  r.dQ = scale * product<T>(B, K.cwiseAbs());
+  r.dK = scale * product<T>(B.transpose(), Q.cwiseAbs());
   return r;
 }
 
@@ -71,13 +126,17 @@ double reference_bytes(index_t n, index_t m, index_t bytes_per_element) {
   return 2.0 * double(n) * double(m) * double(bytes_per_element);
 }
 
-#define FD_INSTANTIATE(T)                                                                       \
-  template ReferenceForward<T> reference_forward(const Mat<T>&, const Mat<T>&, const Mat<T>&,   \
-                                                 const AttnParams&, Precision);                 \
-  template ReferenceBackward<T> reference_backward(const Mat<T>&, const Mat<T>&, const Mat<T>&, \
-                                                   const Mat<T>&, const AttnParams&, Precision);
+#define FD_INSTANTIATE(T)                                                                        \
+  template ReferenceForward<T> reference_forward(const Mat<T>&, const Mat<T>&, const Mat<T>&,    \
+                                                 const AttnParams&, Precision);                  \
+  template ReferenceBackward<T> reference_backward(const Mat<T>&, const Mat<T>&, const Mat<T>&,  \
+                                                   const Mat<T>&, const AttnParams&, Precision); \
+  template Magnitudes<T> reference_magnitudes(const Mat<T>&, const Mat<T>&, const Mat<T>&,       \
+                                              const Mat<T>&, const ReferenceForward<T>&,         \
+                                              const AttnParams&);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
+FD_INSTANTIATE(long double)
 #undef FD_INSTANTIATE
 
 }  // namespace fd

@@ -19,12 +19,21 @@
 
 namespace fd {
 
+// <a, b> = sum_x a_x b_x, x ascending, one fused multiply-add per term: the one order and
+// rounding every dot product of every path (and the reference's products) sums in. D = <dO_q, O_q>
+// and dP_qk = <dO_q, V_k> both use it, so where P is one-hot (O_q = V_k exactly) dP - D cancels to
+// exactly 0, as in the naive backward.
+template <class T>
+FD_HOST_DEVICE T dot(const T* a, const T* b, index_t d) {
+  T sum = T(0);
+  for (index_t x = 0; x < d; ++x) sum = fmadd(a[x], b[x], sum);
+  return sum;
+}
+
 // S_qk = scale * <q_row, k_row>: one score.
 template <class T>
 FD_HOST_DEVICE T score(const T* q_row, const T* k_row, index_t d, T scale) {
-  T dot = T(0);
-  for (index_t x = 0; x < d; ++x) dot += q_row[x] * k_row[x];
-  return scale * dot;  // S = Q K^T * scale
+  return scale * dot(q_row, k_row, d);  // S = Q K^T * scale
 }
 
 // s[0..cols) = row q of S_ij. q_row: d values; K_tile: keys k0 .. k0 + cols, one per row.
@@ -48,7 +57,7 @@ FD_HOST_DEVICE void accumulate_row(T* o, T alpha, const T* p, const T* V_tile, i
   for (index_t c = 0; c < cols; ++c) {
     const T pc = p[c];
     const T* v_row = V_tile + c * ldv;
-    for (index_t x = 0; x < d; ++x) o[x] += pc * v_row[x];  // O += P_ij V_j
+    for (index_t x = 0; x < d; ++x) o[x] = fmadd(pc, v_row[x], o[x]);  // O += P_ij V_j
   }
 }
 
@@ -64,18 +73,26 @@ FD_HOST_DEVICE T update_row(RowState<T>& state, T* s, const T* V_tile, index_t l
   return alpha;
 }
 
-// O_q = O_q / l, returns L_q = m + log(l). A row that saw no key keeps O_q = 0.
+// O_q = O_q / l, returns L_q = m + log(l) (with its rounding error, online_softmax.hpp). A row
+// that saw no key keeps O_q = 0.
 template <class T>
-FD_HOST_DEVICE T finalize_row(const RowState<T>& state, T* o, index_t d) {
+FD_HOST_DEVICE SplitL<T> finalize_row(const RowState<T>& state, T* o, index_t d) {
   const T inv_l = state.l > T(0) ? T(1) / state.l : T(0);
   for (index_t x = 0; x < d; ++x) o[x] *= inv_l;
-  return state.finalize();
+  return state.finalize_split();
 }
 
-// Backward: P = exp(S - L), recomputed from the saved logsumexp instead of stored.
+// Backward: P = exp(S - L), recomputed from the saved logsumexp instead of stored; with L's
+// rounding error L_lo, (S - L) - L_lo: S - L is exact where P matters (S near L).
 template <class T>
-FD_HOST_DEVICE T recompute_p(T s, T L) {
-  return shifted_exp(s, L);  // L = -inf only for a fully masked row, where P = 0
+FD_HOST_DEVICE T recompute_p(T s, T L, T L_lo = T(0)) {
+  return is_neg_inf(L) ? T(0) : fexp((s - L) - L_lo);  // L = -inf: a fully masked row, P = 0
+}
+
+// D_q = rowsum(dO_q * O_q) (= rowsum(P_q * dP_q)), summed as dP is (dot above).
+template <class T>
+FD_HOST_DEVICE T row_D(const T* do_row, const T* o_row, index_t d) {
+  return dot(do_row, o_row, d);
 }
 
 // Backward of the row softmax: dS = P * (dP - D), D = rowsum(dO * O) = rowsum(P * dP).
@@ -90,14 +107,14 @@ FD_HOST_DEVICE T softmax_grad(T p, T dp, T D) {
 //   dV_k  += P_qk dO_q                     (dV = P^T dO)
 //   dP_qk  = <dO_q, V_k>                   (dP = dO V^T)
 //   dS_qk  = P_qk (dP_qk - D_q)            (softmax backward, D_q = rowsum(dO_q * O_q))
-//   dQ_q  += scale * dS_qk K_k             (dQ = dS K * scale)
-//   dK_k  += scale * dS_qk Q_q             (dK = dS^T Q * scale)
+//   dQ_q  += dS_qk K_k                     (dQ = dS K, times scale once at the end)
+//   dK_k  += dS_qk Q_q                     (dK = dS^T Q, likewise)
 // p and ds receive the row's P_qk and dS_qk (cols values each) for the trace.
 template <class T>
 struct BackwardRow {
   const T* q_row;                    // Q_q (d)
   const T* do_row;                   // dO_q (d)
-  T L, D;                            // saved logsumexp and D of row q
+  T L, L_lo, D;                      // saved logsumexp (and its rounding error), D of row q
   index_t q;                         // row index
   Precision p_in = Precision::fp32;  // precision of P and dS as matmul inputs
 };
@@ -108,20 +125,17 @@ FD_HOST_DEVICE void backward_row(const BackwardRow<T>& row, const T* K, const T*
                                  T* p, T* ds, T* dq_row, T* dK, T* dV) {
   score_row(row.q_row, K + k0 * ld, ld, k0, cols, d, scale, mask, row.q, p);  // S (masked: -inf)
   for (index_t c = 0; c < cols; ++c) {
-    const T pc = recompute_p(p[c], row.L);  // P = exp(S - L)
-    const T* v_row = V + (k0 + c) * ld;
-    T dp = T(0);
-    for (index_t x = 0; x < d; ++x) dp += row.do_row[x] * v_row[x];  // dP = dO V^T
-    ds[c] = round_to(row.p_in, softmax_grad(pc, dp, row.D));         // dS = P (dP - D)
+    const T pc = recompute_p(p[c], row.L, row.L_lo);          // P = exp(S - L)
+    const T dp = dot(row.do_row, V + (k0 + c) * ld, d);       // dP = dO V^T
+    ds[c] = round_to(row.p_in, softmax_grad(pc, dp, row.D));  // dS = P (dP - D)
     p[c] = round_to(row.p_in, pc);  // P and dS enter the matmuls in precision p_in
     T* dv_row = dV + (k0 + c) * ld;
     T* dk_row = dK + (k0 + c) * ld;
     const T* k_row = K + (k0 + c) * ld;
-    const T g = scale * ds[c];
     for (index_t x = 0; x < d; ++x) {
-      dv_row[x] += p[c] * row.do_row[x];  // dV += P^T dO
-      dq_row[x] += g * k_row[x];          // dQ += dS K * scale
-      dk_row[x] += g * row.q_row[x];      // dK += dS^T Q * scale
+      dv_row[x] = fmadd(p[c], row.do_row[x], dv_row[x]);  // dV += P^T dO
+      dq_row[x] = fmadd(ds[c], k_row[x], dq_row[x]);      // dQ += dS K   (scale: at the end)
+      dk_row[x] = fmadd(ds[c], row.q_row[x], dk_row[x]);  // dK += dS^T Q (scale: at the end)
     }
   }
 }

@@ -4,8 +4,8 @@
 //   O_q  = sum_k P_qk V_k,  P_qk = exp(S_qk - L_q),  L_q = logsumexp_k S_qk       (query rows)
 //   dQ_q = scale sum_k dS_qk K_k,  dS_qk = P_qk (dO_q . V_k - D_q),  D_q = dO_q . O_q
 //   dK_k = scale sum_q dS_qk Q_q,  dV_k = sum_q P_qk dO_q                          (key rows)
-// Key rows need every query's L and D: those are taken from the path's own O and L, which the
-// query-row check has just validated on its sample.
+// Key rows need every query's L and D: those are taken from the path's own O and L (L + L_lo when
+// kept), which the query-row check has just validated on its sample.
 #pragma once
 
 #include <string>
@@ -20,6 +20,7 @@ template <class T>
 struct HeadArrays {
   index_t n, m, d;
   const T *Q, *K, *V, *O, *L;
+  const T* L_lo = nullptr;  // L's rounding error, when the path kept it
   const T *dO = nullptr, *dQ = nullptr, *dK = nullptr, *dV = nullptr;
 };
 

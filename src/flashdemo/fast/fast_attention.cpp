@@ -13,6 +13,7 @@
 #include "flashdemo/fast/tile_product.hpp"
 #include "flashdemo/fast/vector_exp.hpp"
 #include "flashdemo/online_softmax.hpp"
+#include "flashdemo/tile_math.hpp"
 
 namespace fd::fast {
 namespace {
@@ -50,16 +51,17 @@ T lane_sum(typename Simd<T>::V v) {
   return a[0];
 }
 
-// P = exp(S - shift) on S[0, keep), 0 on S[keep, cols); returns rowsum P. Whole vectors from
-// the row's start (the row has room for keep rounded up to whole vectors): every score goes
+// P = exp((S - shift) - lo) on S[0, keep), 0 on S[keep, cols); returns rowsum P. Whole vectors
+// from the row's start (the row has room for keep rounded up to whole vectors): every score goes
 // through the same instructions wherever the row lies in memory (bit-reproducible results).
+// lo = 0 in the forward (x - 0 is x); in the backward, L's rounding error.
 template <class T>
-T exp_row(T* S, index_t keep, index_t cols, T shift) {
+T exp_row(T* S, index_t keep, index_t cols, T shift, T lo = T(0)) {
   using V = typename Simd<T>::V;
   const index_t W = Simd<T>::W, end = padded<T>(keep);
   V sum{};
   for (index_t k = 0; k < end; k += W) {
-    V e = exp_lanes<T>(Simd<T>::load(S + k) - shift);
+    V e = exp_lanes<T>((Simd<T>::load(S + k) - shift) - lo);
     for (index_t x = keep - k; x < W; ++x) e[x] = T(0);  // the last vector: masked keys
     Simd<T>::store(S + k, e);
     sum += e;
@@ -136,17 +138,32 @@ index_t visible_in(const Mask& mask, TileKind kind, index_t row, Range cols) {
   return visible < 0 ? 0 : (visible > cols.size() ? cols.size() : visible);
 }
 
+// L = m + log l from l summed in double, as L + lo to twice T's precision (online_softmax.hpp):
+// for float the sum in double is already that exact; for double, TwoSum.
+template <class T>
+SplitL<T> split_lse(T m, double l) {
+  if (!(l > 0)) return {};
+  if constexpr (std::is_same_v<T, float>) {
+    const double L = double(m) + std::log(l);
+    const float hi = float(L);
+    return {hi, float(L - double(hi))};
+  } else {
+    return two_sum(m, std::log(l));
+  }
+}
+
 // One query tile of one head: the online softmax over its key tiles. S: Br x Bc', Oi: Br x d'.
+// L_lo may be null.
 template <class T>
 void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const Packed<T>& Kt,
-                  const Packed<T>& Vp, T* O, T* L, index_t i, std::vector<T>& S,
+                  const Packed<T>& Vp, T* O, T* L, T* L_lo, index_t i, std::vector<T>& S,
                   std::vector<T>& Oi) {
   const Range rows = t.rows(i);
   const index_t br = rows.size(), d = Kt.d, dp = Vp.dp, bcp = Kt.bcp;
   std::fill(Oi.begin(), Oi.end(), T(0));
   std::vector<T> m(std::size_t(br), neg_inf<T>());
-  // l and L = m + log l in double: L is rounded once, which the backward's P = exp(S - L) feels
-  // in every entry of a row (fp32 dQ's error grows with the rounding error of L).
+  // l in double, and L = m + log l kept with its rounding error: the backward's P = exp(S - L)
+  // would feel L's rounding in every entry of a row.
   std::vector<double> l(std::size_t(br), 0.0);
   for (index_t j = 0; j < t.Tc(); ++j) {
     const TileKind kind = t.classify(mask, i, j);
@@ -168,16 +185,19 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
   for (index_t r = 0; r < br; ++r) {
     const double inv = l[r] > 0 ? 1.0 / l[r] : 0.0;  // O = O_i / l, rounded once
     for (index_t x = 0; x < d; ++x) O[(rows.begin + r) * d + x] = T(inv * double(Oi[r * dp + x]));
-    L[rows.begin + r] = l[r] > 0 ? T(double(m[r]) + std::log(l[r])) : neg_inf<T>();
+    const SplitL<T> lse = split_lse(m[r], l[r]);
+    L[rows.begin + r] = lse.L;
+    if (L_lo) L_lo[rows.begin + r] = lse.lo;
   }
 }
 
-// One row of the backward, in place: P = exp(scale S - L) on the visible keys, 0 on the rest
-// (L = -inf: S is -inf too, shift 0).
+// One row of the backward, in place: P = exp((scale S - L) - L_lo) on the visible keys, 0 on
+// the rest (L = -inf: S is -inf too, shift 0).
 template <class T>
-void recompute_p_row(T* S, index_t keep, index_t cols, T scale, T L) {
+void recompute_p_row(T* S, index_t keep, index_t cols, T scale, T L, T L_lo) {
   Row<T>(S, keep) *= scale;  // rounded as the forward rounded it, before the shift
-  exp_row(S, keep, cols, L == neg_inf<T>() ? T(0) : L);
+  if (L == neg_inf<T>()) L = T(0), L_lo = T(0);
+  exp_row(S, keep, cols, L, L_lo);
 }
 
 // A thread's tiles in the backward: P and dP (Br x Bc'), dK_j and dV_j (Bc x d'), dQ_i (Br x d').
@@ -201,8 +221,8 @@ struct BackwardPacks {
 // One key tile of one head: dK_j and dV_j, and this thread's share of dQ.
 template <class T>
 void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const T* dO,
-                   const BackwardPacks<T>& pk, const T* L, const T* D, double* dQ_mine, T* dK,
-                   T* dV, index_t j, BackwardScratch<T>& w) {
+                   const BackwardPacks<T>& pk, const T* L, const T* L_lo, const T* D,
+                   double* dQ_mine, T* dK, T* dV, index_t j, BackwardScratch<T>& w) {
   const Range cols = t.cols(j);
   const index_t bc = cols.size(), d = pk.Kt.d, dp = pk.Kp.dp, bcp = pk.Kt.bcp;
   std::fill(w.dKj.begin(), w.dKj.end(), T(0));
@@ -219,7 +239,7 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
                  Strides{d, 1, bcp, bcp}, false);
     for (index_t r = 0; r < br; ++r)  // P = exp(S - L)
       recompute_p_row(&w.P[r * bcp], visible_in(mask, kind, rows.begin + r, cols), bc, scale,
-                      L[rows.begin + r]);
+                      L[rows.begin + r], L_lo ? L_lo[rows.begin + r] : T(0));
     tile_product(bc, dp, br, w.P.data(), pk.dOp.rows(rows.begin), w.dVj.data(),  // dV += P^T dO
                  Strides{1, bcp, dp, dp}, true);
     for (index_t r = 0; r < br; ++r)  // dS = P (dP - D)
@@ -228,9 +248,9 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
                  Strides{1, bcp, dp, dp}, true);
     tile_product(br, dp, bc, w.P.data(), pk.Kp.rows(cols.begin), w.dQi.data(),  // dQ_i = dS K_j
                  Strides{bcp, 1, dp, dp}, false);
-    for (index_t r = 0; r < br; ++r)  // dQ += scale dS K, summed across key tiles in double
+    for (index_t r = 0; r < br; ++r)  // dQ += dS K, summed across key tiles in double
       for (index_t x = 0; x < d; ++x)
-        dQ_mine[(rows.begin + r) * d + x] += double(scale * w.dQi[r * dp + x]);
+        dQ_mine[(rows.begin + r) * d + x] += double(w.dQi[r * dp + x]);
   }
   for (index_t c = 0; c < bc; ++c)
     for (index_t x = 0; x < d; ++x) {
@@ -272,7 +292,7 @@ int thread_count(index_t threads) {
 // (head, query tile) items.
 template <class T>
 void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
-             const T* V, T* O, T* L) {
+             const T* V, T* O, T* L, T* L_lo) {
   const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
@@ -291,7 +311,7 @@ void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, 
       for (index_t w = 0; w < g * t.Tr(); ++w) {
         const index_t x = w / t.Tr(), head = h0 + x, q0 = head * s.n * s.d;
         forward_tile(mask, t, scale, Q + q0, Kt[std::size_t(x)], Vp[std::size_t(x)], O + q0,
-                     L + head * s.n, w % t.Tr(), S, Oi);
+                     L + head * s.n, L_lo ? L_lo + head * s.n : nullptr, w % t.Tr(), S, Oi);
       }
     }
   }
@@ -299,18 +319,16 @@ void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, 
 
 template <class T>
 void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
-              const T* V, const T* O, const T* L, const T* dO, T* dQ, T* dK, T* dV, T* D) {
+              const T* V, const T* O, const T* L, const T* L_lo, const T* dO, T* dQ, T* dK, T* dV,
+              T* D) {
   const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
-  // D = rowsum(dO * O) in T, one product after the other, as dP = dO V^T is summed: where P is
-  // one-hot (scores far apart), O is a row of V and dP - D must cancel to exactly 0.
-  for (index_t r = 0; r < rows; ++r) {
-    T sum = 0;
-    for (index_t x = 0; x < s.d; ++x) sum += dO[r * s.d + x] * O[r * s.d + x];
-    D[r] = sum;
-  }
+  // D = rowsum(dO * O) in T, one fused multiply-add after the other, as the tile kernel sums
+  // dP = dO V^T: where P is one-hot (scores far apart), O is a row of V and dP - D must cancel to
+  // exactly 0.
+  for (index_t r = 0; r < rows; ++r) D[r] = row_D(dO + r * s.d, O + r * s.d, s.d);
   std::vector<Tile<double>> dQ_per_thread(std::size_t(threads), Tile<double>::Zero(rows, s.d));
   const index_t G = group_size(s.heads(), t.Tc(), threads);
   std::vector<BackwardPacks<T>> packs(static_cast<std::size_t>(G));
@@ -333,14 +351,15 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
         const index_t x = item / t.Tc(), head = h0 + x;
         const index_t q0 = head * s.n * s.d, k0 = head * s.m * s.d;
         backward_tile(mask, t, scale, Q + q0, dO + q0, packs[std::size_t(x)], L + head * s.n,
-                      D + head * s.n, mine + q0, dK + k0, dV + k0, item % t.Tc(), w);
+                      L_lo ? L_lo + head * s.n : nullptr, D + head * s.n, mine + q0, dK + k0,
+                      dV + k0, item % t.Tc(), w);
       }
 #pragma omp barrier
     }
   }
   Tile<double> sum = dQ_per_thread[0];  // the per-thread sums, added in thread order
   for (std::size_t k = 1; k < dQ_per_thread.size(); ++k) sum += dQ_per_thread[k];
-  Map<T>(dQ, rows, s.d) = sum.template cast<T>();
+  Map<T>(dQ, rows, s.d) = (double(scale) * sum).template cast<T>();  // dQ = scale dS K
 }
 
 template <class T>
@@ -359,9 +378,9 @@ void gemm(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* 
 
 #define FD_INSTANTIATE(T)                                                                     \
   template void forward(const Shape&, const AttnParams&, const Options&, const T*, const T*,  \
-                        const T*, T*, T*);                                                    \
+                        const T*, T*, T*, T*);                                                \
   template void backward(const Shape&, const AttnParams&, const Options&, const T*, const T*, \
-                         const T*, const T*, const T*, const T*, T*, T*, T*, T*);             \
+                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);   \
   template void gemm(index_t, index_t, index_t, const T*, const T*, T*, index_t);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

@@ -9,11 +9,13 @@
 //   m_new = max(m, rowmax S),  alpha = exp(m - m_new)  (0 when m = -inf)
 //   P = exp(S - m_new)  (0 for a row still at -inf),  l = alpha l + rowsum P  (l in double)
 //   O_i = diag(alpha) O_i + P V_j
-//   O = O_i / l,  L = m + log l  (each rounded once; l = 0: O = 0, L = -inf)
+//   O = O_i / l,  L = m + log l  (each rounded once; l = 0: O = 0, L = -inf), L_lo = L's
+//   rounding error (L + L_lo to twice T's precision, online_softmax.hpp)
 // Backward (FlashAttention-2; heads in groups, threads over (head, key tile j); each thread sums
 // its own dQ in double and the per-thread dQ are added in thread order at the end):
-//   D = rowsum(dO O) (in T, summed as dP is),  P = exp(S - L),  dV_j += P^T dO_i,  dP = dO_i V_j^T,
-//   dS = P (dP - D),  dK_j += dS^T Q_i (times scale at the end),  dQ_i += scale dS K_j.
+//   D = rowsum(dO O) (in T, summed as dP is),  P = exp((S - L) - L_lo),  dV_j += P^T dO_i,
+//   dP = dO_i V_j^T,
+//   dS = P (dP - D),  dK_j += dS^T Q_i,  dQ_i += dS K_j  (both times scale at the end).
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).
 #pragma once
 
@@ -32,13 +34,16 @@ struct Options {
   TileSizes tiles{128, 256};
 };
 
+// L_lo (n per head) may be null: L's rounding error is then not returned.
 template <class T>
 void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
-             const T* V, T* O, T* L);
+             const T* V, T* O, T* L, T* L_lo = nullptr);
 
+// L_lo may be null (taken as 0, as for an L that comes from elsewhere).
 template <class T>
 void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
-              const T* V, const T* O, const T* L, const T* dO, T* dQ, T* dK, T* dV, T* D);
+              const T* V, const T* O, const T* L, const T* L_lo, const T* dO, T* dQ, T* dK, T* dV,
+              T* D);
 
 // The machine's ceiling in the same run: C = A B with A: rows x inner, B: inner x cols, on the
 // same threads (rows split between them).
