@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "flashdemo/compare.hpp"
 #include "flashdemo/file_io.hpp"
@@ -86,8 +87,9 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
   add_count(sub, "--n", o.n, tr(Msg::opt_n), kMaxSize);
   add_count(sub, "--m", o.m, tr(Msg::opt_m), kMaxSize)->default_str("n");
   add_count(sub, "--d", o.d, tr(Msg::opt_d), index_t(1) << 16);
-  add_count(sub, "--block-q", o.Br, tr(Msg::opt_block_q), kMaxSize);
-  add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize);
+  for (auto* block : {add_count(sub, "--block-q", o.Br, tr(Msg::opt_block_q), kMaxSize),
+                      add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize)})
+    block->each([&o](const std::string&) { o.tiles_given = true; });
   sub->add_flag("--causal", o.causal, tr(Msg::opt_causal));
   add_align(sub, o.align);
   add_dtype(sub, o.dtype);
@@ -105,6 +107,10 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
   add_choice<Device>(sub, "--device", o.device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      tr(Msg::opt_device))
       ->default_str("cpu");
+  add_choice<Impl>(sub, "--impl", o.impl, {{"teaching", Impl::teaching}, {"fast", Impl::fast}},
+                   tr(Msg::opt_impl))
+      ->default_str("teaching");
+  add_count(sub, "--threads", o.threads, tr(Msg::opt_threads), 1024)->default_str("all");
   if (which == Subcommand::backward)
     sub->add_flag("--deterministic", o.deterministic, tr(Msg::opt_deterministic));
   add_trace_files(sub, o.trace_files);
@@ -147,8 +153,10 @@ nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand) 
           {"n", o.n},
           {"m", o.keys()},
           {"d", o.d},
-          {"Br", o.Br},
-          {"Bc", o.Bc},
+          {"Br", o.tiles().Br},
+          {"Bc", o.tiles().Bc},
+          {"impl", impl_name(o.impl)},
+          {"device", device_name(o.device)},
           {"causal", o.causal},
           {"align", o.align == CausalAlign::top_left ? "top-left" : "bottom-right"},
           {"dtype", precision_name(o.working())},
@@ -163,7 +171,9 @@ void print_problem(const AttentionOptions& o) {
   const index_t m = o.keys();
   ui::say(Msg::problem_shapes, o.n, o.d, m, o.d, precision_name(o.working()),
           o.emulated() ? tr(Msg::problem_emulated) : "",
-          o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), o.Br, o.Bc);
+          o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), o.tiles().Br,
+          o.tiles().Bc);
+  if (o.impl == Impl::fast) ui::say(Msg::problem_fast, thread_count(o));
   ui::say(!o.causal                          ? Msg::mask_none
           : o.align == CausalAlign::top_left ? Msg::mask_top_left
                                              : Msg::mask_bottom_right);
@@ -175,6 +185,10 @@ void print_problem(const AttentionOptions& o) {
     ui::say(Msg::inputs_random, o.seed);
   else
     ui::say(Msg::inputs_files, o.files.q, o.files.k, o.files.v);
+}
+
+index_t thread_count(const AttentionOptions& o) {
+  return o.threads ? o.threads : std::max<index_t>(1, std::thread::hardware_concurrency());
 }
 
 std::string reference_name(const AttentionOptions& o) {

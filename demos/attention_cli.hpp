@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "flashdemo/attention.hpp"
 #include "flashdemo/compare.hpp"
+#include "flashdemo/impl.hpp"
 #include "flashdemo/tiling.hpp"
 #include "flashdemo/variant.hpp"
 #include "recording.hpp"
@@ -19,8 +20,6 @@ struct ArrayFiles {
   std::string q, k, v, dO;                                  // inputs (.npy)
   std::string save_o, save_lse, save_dq, save_dk, save_dv;  // outputs (.npy)
 };
-
-enum class Device { cpu, cuda };
 
 struct AttentionOptions {
   index_t n = 100, m = 0, d = 32;  // m = 0 means "same as n"
@@ -39,12 +38,19 @@ struct AttentionOptions {
   index_t show_p = -1;                    // --show-p ROW (forward)
   Parts parts;
   Device device = Device::cpu;  // --device
+  Impl impl = Impl::teaching;   // --impl
+  index_t threads = 0;          // --threads (the fast path; 0: every hardware thread)
+  bool tiles_given = false;     // --block-q or --block-k on the command line
   bool deterministic = false;   // --deterministic (backward on the GPU)
 
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
-  Tiling tiling() const { return Tiling{n, keys(), Br, Bc}; }
-  TileSizes tiles() const { return TileSizes{Br, Bc}; }
+  // The tiles the run uses: --block-q, --block-k (or the lecture's), except that the fast path
+  // keeps its own unless they were given.
+  TileSizes tiles() const {
+    return impl == Impl::fast && !tiles_given ? TileSizes{128, 256} : TileSizes{Br, Bc};
+  }
+  Tiling tiling() const { return Tiling{n, keys(), tiles().Br, tiles().Bc}; }
   Variant variant() const { return Variant{precision, mistake}; }
   bool emulated() const { return precision == Precision::bf16 || precision == Precision::fp16; }
   // The precision the run is judged in: the emulated one, else --dtype's.
@@ -79,6 +85,9 @@ void print_problem(const AttentionOptions& o);
 
 // The "problem" event that opens a JSON trace: sizes, tiles, mask and the tile grid.
 nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand);
+
+// The threads the fast path runs on: --threads, else every hardware thread.
+index_t thread_count(const AttentionOptions& o);
 
 // The type the reference of a run is computed in: fp64, or 80-bit long double for an fp64 run.
 std::string reference_name(const AttentionOptions& o);

@@ -264,13 +264,20 @@ index_t gemm_side(const BenchOptions& o) {
   return std::clamp<index_t>(index_t(std::lround(side / 16)) * 16, 16, 2048);
 }
 
+// The ceiling's GFLOP/s, and its check: rows 0 and k - 1 of C against a double product, each
+// entry within 1e-5 of the sum of |terms| (plus 1e-6): the error it measured and that bound.
+struct Ceiling {
+  double gflops = 0, max_error = 0, bound = 0;
+};
+
 template <class T>
-double gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
+Ceiling gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
   const index_t k = gemm_side(o);
   std::vector<T> A(std::size_t(k * k)), B(A.size()), C(A.size());
   for (std::size_t x = 0; x < A.size(); ++x)
     A[x] = a.Q[x % a.Q.size()], B[x] = a.V[(x * 7) % a.V.size()];
   fast::gemm(k, k, k, A.data(), B.data(), C.data(), o.threads);
+  Ceiling c;
   for (index_t r : {index_t(0), k - 1}) {
     for (index_t x = 0; x < k; ++x) {
       double ref = 0, mag = 0;
@@ -282,6 +289,7 @@ double gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
       if (err > 1e-5 * mag + 1e-6)
         throw Error(kCheckFailed,
                     ui::tr(Msg::bench_unverified, ui::sci(err), "C", ui::sci(1e-5 * mag + 1e-6)));
+      c.max_error = std::max(c.max_error, err), c.bound = std::max(c.bound, 1e-5 * mag + 1e-6);
     }
   }
   const double ms = median(time_cpu(
@@ -290,7 +298,8 @@ double gemm_ceiling(const BenchOptions& o, const Arrays<T>& a, index_t reps) {
           fast::gemm(k, k, k, A.data(), B.data(), C.data(), o.threads);
       },
       1, reps));
-  return 2.0 * double(o.b * o.h) * double(k) * double(k) * double(k) / (ms * 1e6);
+  c.gflops = 2.0 * double(o.b * o.h) * double(k) * double(k) * double(k) / (ms * 1e6);
+  return c;
 }
 
 template <class T>
@@ -325,15 +334,17 @@ void run_bench_as(const BenchOptions& o) {
                       {"d", o.d},
                       {"causal", o.causal}};
   if (o.impl == Impl::gemm) {
-    const double gflops = gemm_ceiling(o, a, o.reps);
-    const double ms = 2.0 * double(o.b * o.h * o.n * o.keys() * o.d) / (gflops * 1e6);
+    const Ceiling c = gemm_ceiling(o, a, o.reps);
+    const double ms = 2.0 * double(o.b * o.h * o.n * o.keys() * o.d) / (c.gflops * 1e6);
     j.update({{"median_ms", ms},
               {"min_ms", ms},
               {"max_ms", ms},
               {"reps", o.reps},
-              {"tflops", gflops / 1e3},
-              {"verified", true},
-              {"max_error", 0.0},
+              {"tflops", c.gflops / 1e3},
+              {"verified", true},  // two rows of C, against a double product
+              {"verified_rows", 2},
+              {"max_error", c.max_error},
+              {"error_bound", c.bound},
               {"threads", o.threads},
               {"peak_bytes", 0.0},
               {"gemm_side", gemm_side(o)}});
@@ -368,6 +379,7 @@ void run_bench_as(const BenchOptions& o) {
             {"reps", ms.size()},
             {"tflops", flops(o) / (med * 1e-3) / 1e12},
             {"verified", true},
+            {"verified_rows", v.rows},
             {"max_error", v.err},
             {"error_bound", v.bound}});
   if (o.device == Device::cpu) {
@@ -379,7 +391,7 @@ void run_bench_as(const BenchOptions& o) {
     j["peak_bytes"] = std::max(0.0, status_bytes("VmHWM:") - rss_before - outputs);
     j["threads"] = o.threads;
     if (!ui::settings().json) {
-      const double ceiling = gemm_ceiling(o, a, std::min<index_t>(o.reps, 5));
+      const double ceiling = gemm_ceiling(o, a, std::min<index_t>(o.reps, 5)).gflops;
       j["gemm_gflops"] = ceiling;
       j["of_gemm"] = j["tflops"].get<double>() * 1e3 / ceiling;
     }

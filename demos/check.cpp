@@ -94,7 +94,9 @@ Precision judged_in(Judge j, NpyType type) {
     case Judge::auto_:
       break;
   }
-  return type == NpyType::f4 ? Precision::fp32 : Precision::fp64;
+  return type == NpyType::f2   ? Precision::fp16
+         : type == NpyType::f4 ? Precision::fp32
+                               : Precision::fp64;
 }
 
 CheckProblem load_problem(const CheckOptions& o) {

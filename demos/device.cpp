@@ -2,6 +2,7 @@
 #include "device.hpp"
 
 #include "cuda/cuda_api.hpp"
+#include "flashdemo/fast/fast_attention.hpp"
 #include "ui/output.hpp"
 
 namespace fd::demos {
@@ -14,9 +15,42 @@ cuda::Shape shape(const AttentionOptions& o) {
   return {1, 1, o.n, o.keys(), o.d};
 }
 
+fast::Options fast_options(const AttentionOptions& o) {
+  return {thread_count(o), o.tiles()};
+}
+
+template <class T>
+ForwardResult<T> fast_forward(const AttentionOptions& o, const Inputs<T>& in) {
+  ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
+  fast::forward<T>({1, 1, o.n, o.keys(), o.d}, o.params(), fast_options(o), in.Q.data(),
+                   in.K.data(), in.V.data(), out.O.data(), out.L.data(), out.L_lo.data());
+  return out;
+}
+
+template <class T>
+BackwardResult<T> fast_backward(const AttentionOptions& o, const Inputs<T>& in,
+                                const ForwardResult<T>& fwd, const Mat<T>& dO) {
+  BackwardResult<T> g{Mat<T>(o.n, o.d), Mat<T>(o.keys(), o.d), Mat<T>(o.keys(), o.d), Vec<T>(o.n)};
+  fast::backward<T>({1, 1, o.n, o.keys(), o.d}, o.params(), fast_options(o), in.Q.data(),
+                    in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(),
+                    fwd.L_lo.size() ? fwd.L_lo.data() : nullptr, dO.data(), g.dQ.data(),
+                    g.dK.data(), g.dV.data(), g.D.data());
+  return g;
+}
+
 }  // namespace
 
 void require_device(const AttentionOptions& o) {
+  if (o.impl == Impl::fast) {
+    if (o.device == Device::cuda) throw Error(kUsage, ui::tr(ui::Msg::err_fast_cuda));
+    if (o.trace >= ui::TraceLevel::tiles)
+      throw Error(kUsage, ui::tr(ui::Msg::err_fast_trace,
+                                 o.trace == ui::TraceLevel::tiles ? "tiles" : "rows"));
+    if (o.emulated()) throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--precision"));
+    if (o.mistake != Mistake::none)
+      throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--break"));
+    if (o.show_p >= 0) throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--show-p"));
+  }
   if (o.device != Device::cuda) return;
   if (o.mistake != Mistake::none) throw Error(kUsage, ui::tr(ui::Msg::err_break_cuda));
   const cuda::GpuInfo g = cuda::gpu_info();
@@ -27,11 +61,13 @@ void require_device(const AttentionOptions& o) {
 template <class T>
 ForwardResult<T> forward_on_device(const AttentionOptions& o, const Inputs<T>& in,
                                    TraceSink* sink) {
+  if (o.device == Device::cpu && o.impl == Impl::fast) return fast_forward(o, in);
   if (o.device == Device::cpu)
     return flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), sink, o.variant());
   ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
   cuda::KernelTrace trace;
   const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.Br <= kMaxTracedSlots;
+  // (the kernel's trace: head 0 only, replayed into the same sinks as the CPU path's)
   try {
     cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), in.Q.data(), in.K.data(),
                      in.V.data(), out.O.data(), out.L.data(), out.L_lo.data(),
@@ -49,6 +85,7 @@ template <class T>
 BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>& in,
                                      const ForwardResult<T>& fwd, const Mat<T>& dO,
                                      TraceSink* sink) {
+  if (o.device == Device::cpu && o.impl == Impl::fast) return fast_backward(o, in, fwd, dO);
   if (o.device == Device::cpu)
     return flash_backward(in.Q, in.K, in.V, fwd, dO, o.params(), o.tiles(), sink, o.variant());
   BackwardResult<T> g{Mat<T>(o.n, o.d), Mat<T>(o.keys(), o.d), Mat<T>(o.keys(), o.d), Vec<T>(o.n)};

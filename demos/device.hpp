@@ -1,6 +1,7 @@
-// device.hpp — the one switch between the CPU teaching path and the CUDA teaching kernels, for
-// `forward` and `backward` (--device cpu|cuda). Both produce the same results and the same
-// trace events (the kernel's recorded tile states are replayed into the sinks).
+// device.hpp — the one switch between the implementations (flashdemo/impl.hpp) for `forward` and
+// `backward`: --device cpu|cuda, --impl teaching|fast. The teaching paths produce the same trace
+// events on both devices (the kernel's recorded tile states are replayed into the sinks); the
+// fast path is not traced.
 #pragma once
 
 #include "attention_cli.hpp"
@@ -17,7 +18,8 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
                                      const ForwardResult<T>& fwd, const Mat<T>& dO,
                                      TraceSink* sink);
 
-// --device cuda where it cannot run (no CUDA in the build, no GPU, a --break): one clear error.
+// An implementation where it cannot run (fast on cuda or with a trace, a --break, emulated
+// precision; cuda without CUDA in the build or without a GPU): one clear error.
 void require_device(const AttentionOptions& o);
 
 }  // namespace fd::demos

@@ -5,8 +5,10 @@
 
 #include <sys/wait.h>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -362,6 +364,11 @@ TEST_CASE("bad files and outputs: one line, exit 4 (file) or 2 (usage), nothing 
   std::ofstream("garbage.npy") << "not an npy file";
   fd::write_npy("in_bad_shape.npy", fd::TorchGenerator(1).randn_matrix<double>(7, 3));
   fd::write_npy("in_vec.npy", fd::TorchGenerator(1).randn_matrix<double>(7, 3).col(0).eval());
+  fd::Mat<double> huge = fd::TorchGenerator(2).randn_matrix<double>(10, 3), v7e4 = huge;
+  huge(0, 0) = 1e39, v7e4(2, 1) = 7e4;
+  fd::write_npy("in_huge.npy", huge);
+  fd::write_npy("in_v7e4.npy", v7e4);
+  fd::write_npy("in_vec300.npy", fd::Vec<double>(fd::Vec<double>::Constant(3, 1.7e300)));
   struct Bad {
     std::string args, names;
     int code;
@@ -395,6 +402,24 @@ TEST_CASE("bad files and outputs: one line, exit 4 (file) or 2 (usage), nothing 
        4},
       {"check --q in_q.npy --k in_k.npy --v in_v.npy --o in_q.npy --do in_do.npy --dq garbage.npy",
        "bad magic", 4},
+      // Values the working precision cannot hold: refused by name, never rounded to inf.
+      {"forward --q in_huge.npy --k in_k.npy --v in_v.npy --dtype fp32",
+       "in_huge.npy: Q holds 1e+39 at (0, 0), beyond the largest fp32 value", 4},
+      {"forward --q in_q.npy --k in_k.npy --v in_v7e4.npy --precision fp16",
+       "in_v7e4.npy: V holds 70000 at (2, 1), beyond the largest fp16 value 65504", 4},
+      {"backward " + kQKV + " --do in_huge.npy --dtype fp32", "in_huge.npy: dO holds 1e+39", 4},
+      {"softmax --input in_vec300.npy", "in_vec300.npy: x holds 1.7e+300", 4},
+      {"softmax --values=1e39,1", "--values reaches 1e+39", 2},
+      {"softmax --scale 1e39", "x = randn * --scale reaches", 2},
+      {"forward --dtype fp32 --scale 1e38", "S = scale Q K^T reaches", 2},
+      {"forward --scale 1e308", "S = scale Q K^T reaches", 2},
+      // The fast path: no trace, no emulated precision or mistakes, not on the GPU.
+      {"forward --impl fast --trace tiles", "--impl fast is not traced", 2},
+      {"backward --impl fast --precision bf16", "--precision needs --impl teaching", 2},
+      {"forward --impl fast --break no-max", "--break needs --impl teaching", 2},
+      {"forward --impl fast --device cuda", "--impl fast runs on the CPU", 2},
+      {"forward --impl quick", "--impl", 2},
+      {"forward --impl fast --threads 0", "--threads", 2},
   };
   for (const Bad& b : cases) {
     const Run r = run(b.args);
@@ -405,6 +430,108 @@ TEST_CASE("bad files and outputs: one line, exit 4 (file) or 2 (usage), nothing 
     CHECK(has(r.err, b.names));
   }
   CHECK_FALSE(std::ifstream("/nonexistent-dir/o.npy").good());
+}
+
+// The verdict is never "pass" for an array that is not finite, nor where the yardstick itself
+// overflowed (no verdict, with the precision that grades it), and no right answer fails.
+TEST_CASE("check: nothing wrong passes, a yardstick that overflows gives no verdict") {
+  write_inputs(12, 9, 4);
+  fd::write_npy("in_nan.npy", fd::Mat<double>(fd::Mat<double>::Constant(12, 4, NAN)));
+  fd::write_npy("in_123.npy", fd::Mat<double>(fd::Mat<double>::Constant(12, 4, 123.0)));
+  for (const char* o : {"in_nan.npy", "in_123.npy"}) {
+    const Run r = run("check " + kQKV + " --scale 30000 --precision fp16 --o " + o);
+    INFO(o << "\n" << r.out);
+    CHECK(r.code == 1);
+    CHECK(has(r.out, "no verdict"));
+    CHECK(has(r.out, "--precision fp32 grades it"));
+    CHECK_FALSE(has(r.out, " pass\n"));
+  }
+  const Run nan = run("check " + kQKV + " --o in_nan.npy");  // a finite yardstick: FAIL
+  CHECK(nan.code == 1);
+  CHECK(has(nan.out, "FAIL"));
+  const Run quiet = run("check -q " + kQKV + " --o in_nan.npy");  // --quiet keeps verdict and hint
+  CHECK(has(quiet.out, "FAIL"));
+  CHECK(has(quiet.out, "hint: "));
+  fd::Mat<double> huge = fd::TorchGenerator(3).randn_matrix<double>(12, 4);
+  huge(0, 0) = 1e39;  // fits fp64, not fp32: the naive fp32 yardstick overflows
+  fd::write_npy("in_huge12.npy", huge);
+  const Run big =
+      run("check --q in_huge12.npy --k in_k.npy --v in_v.npy --precision fp32 --o in_123.npy");
+  CHECK(big.code == 1);
+  CHECK(has(big.out, "no verdict"));
+  CHECK(has(big.out, "--precision fp64 grades it"));
+  const Run fwd = run("forward --precision fp16 --scale 30000 --trace none");
+  CHECK(fwd.code == 0);
+  CHECK(has(fwd.out, "no verdict: naive fp16 overflows here"));
+  CHECK_FALSE(has(fwd.out, ": pass"));
+}
+
+// Every path can be saved and graded in full: the fast CPU path through forward and backward.
+TEST_CASE("--impl fast: saved arrays that check passes in full, in fp32 and fp64") {
+  write_inputs(37, 53, 5);
+  for (const char* dtype : {"fp32", "fp64"}) {
+    const std::string f = std::string(" --dtype ") + dtype;
+    const Run b = run("backward " + kQKV + " --do in_do.npy --causal --impl fast --threads 3" + f +
+                      " --save-o out_o.npy --save-lse out_l.npy --save-dq out_dq.npy "
+                      "--save-dk out_dk.npy --save-dv out_dv.npy");
+    INFO(dtype << "\n" << b.out << b.err);
+    REQUIRE(b.code == 0);
+    CHECK(has(b.out, "the fast CPU path (3 threads"));
+    CHECK_FALSE(has(b.out, "FAIL"));
+    const Run c = run("check " + kQKV +
+                      " --do in_do.npy --causal --o out_o.npy --lse out_l.npy --dq out_dq.npy "
+                      "--dk out_dk.npy --dv out_dv.npy");
+    CHECK(c.code == 0);
+    CHECK(has(c.out, "5 of 5 arrays pass."));
+    CHECK(has(c.out, std::string(" ") + dtype + " "));
+  }
+}
+
+// NumPy's float16 (what np.save writes for an fp16 tensor) is read, and graded as fp16.
+TEST_CASE("check reads float16 .npy files and grades them as fp16") {
+  write_inputs(16, 16, 4);
+  REQUIRE(run("forward " + kQKV + " --precision fp16 --save-o out_o.npy --trace none").code == 0);
+  const fd::NpyArray o = fd::read_npy("out_o.npy");
+  // The same values as '<f2' (every one is an fp16 value: O is rounded to fp16).
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  std::string dict = "{'descr': '<f2', 'fortran_order': False, 'shape': (16, 4), }";
+  dict.append(64 - (10 + dict.size() + 1) % 64, ' ');
+  dict += '\n';
+  bytes += char(dict.size() & 0xff), bytes += char(dict.size() >> 8), bytes += dict;
+  for (double v : o.data) {
+    const float f = float(v);
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    const std::uint32_t e = (b >> 23) & 0xff;
+    std::uint16_t h = std::uint16_t((b >> 16) & 0x8000);
+    if (e >= 113)
+      h = std::uint16_t(h | ((e - 112) << 10) | ((b >> 13) & 0x3ff));
+    else if (e >= 103)
+      h = std::uint16_t(h | (((b & 0x7fffff) | 0x800000) >> (126 - e)));
+    bytes += char(h & 0xff), bytes += char(h >> 8);
+  }
+  std::ofstream("out_o16.npy", std::ios::binary) << bytes;
+  const fd::NpyArray back = fd::read_npy("out_o16.npy");
+  CHECK(back.type == fd::NpyType::f2);
+  CHECK(back.data == o.data);
+  const Run c = run("check " + kQKV + " --o out_o16.npy");
+  CHECK(c.code == 0);
+  CHECK(has(c.out, "fp16"));
+}
+
+// bench reports the error it checked; gemm verifies two rows of its product and says so.
+TEST_CASE("bench --json: verified only with what was verified") {
+  const Run g = run("bench --impl gemm --n 64 --d 16 --reps 1 --json");
+  REQUIRE(g.code == 0);
+  const auto j = nlohmann::json::parse(g.out);
+  CHECK(j["verified"] == true);
+  CHECK(j["verified_rows"] == 2);
+  CHECK(j["max_error"].get<double>() <= j["error_bound"].get<double>());
+  const Run f = run("bench --impl fast --n 100 --d 16 --reps 1 --json --pass bwd --causal");
+  REQUIRE(f.code == 0);
+  const auto k = nlohmann::json::parse(f.out);
+  CHECK(k["verified_rows"].get<int>() >= 16);
+  CHECK(k["max_error"].get<double>() <= k["error_bound"].get<double>());
 }
 
 // Every line of a --json run parsed; fails the test on a line that is not a JSON object.

@@ -12,6 +12,7 @@
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/random.hpp"
 #include "flashdemo/reference.hpp"
+#include "grid.hpp"
 
 using namespace fd;
 
@@ -69,6 +70,27 @@ void check_case(const Case& c, const AttnParams& p, bool deterministic) {
   }
 }
 
+// One grid case through the kernels: the forward, then the backward with atomics and the
+// deterministic one, each graded in full.
+template <class T>
+void check_grid_case(const test::GridCase& c) {
+  const test::Problem<T> p = test::grid_problem<T>(c);
+  const test::Expected<T> e(p);
+  const cuda::Shape s{1, 1, c.n, c.m, c.d};
+  const TileSizes tiles = cuda::default_tiles(c.d, sizeof(T));
+  test::Outputs<T> out{Mat<T>(c.n, c.d), Vec<T>(c.n), Mat<T>(c.n, c.d), Mat<T>(c.m, c.d),
+                       Mat<T>(c.m, c.d)};
+  Vec<T> L_lo(c.n), D(c.n);
+  cuda::forward<T>(s, p.params, tiles, {}, p.Q.data(), p.K.data(), p.V.data(), out.O.data(),
+                   out.L.data(), L_lo.data());
+  for (bool deterministic : {false, true}) {
+    cuda::backward<T>(s, p.params, tiles, {}, deterministic, p.Q.data(), p.K.data(), p.V.data(),
+                      out.O.data(), out.L.data(), L_lo.data(), p.dO.data(), out.dQ.data(),
+                      out.dK.data(), out.dV.data(), D.data());
+    test::check_outputs(out, e, deterministic ? "cuda teaching (deterministic)" : "cuda teaching");
+  }
+}
+
 // Every event of a forward trace, flattened to numbers, in order.
 class Flatten : public TraceSink {
  public:
@@ -102,6 +124,13 @@ TEST_CASE_TEMPLATE("kernels match the reference: odd shapes, masks, heads", T, f
       }
     }
   }
+}
+
+TEST_CASE_TEMPLATE("the grid: the kernels pass the correctness rule in full", T, float, double) {
+  test::for_each_grid_case([](const test::GridCase& c) {
+    INFO(c.name());
+    check_grid_case<T>(c);
+  });
 }
 
 TEST_CASE("fully masked rows: O = 0, L = -inf, zero gradients, no NaN") {

@@ -114,3 +114,54 @@ TEST_CASE("the worst element and the first wrong row are reported") {
   CHECK(g.first_bad_row == 7);
   CHECK(g.err == doctest::Approx(5e-3));
 }
+
+TEST_CASE("hints are right or silent: a mistake that cannot change the array never explains it") {
+  const CheckProblem p = problem(true, CausalAlign::top_left);
+  Grader grader(p);
+  const Broken good = flash(p, p.params, Mistake::none, {16, 16});
+  Mat<double> O = good.O, dV = good.dV, neg = good.O, row0 = good.O;
+  O(5, 3) += 3e-10;  // no-d leaves O exact: it must not be the diagnosis
+  dV(2, 1) += 5e-12;
+  neg.row(4) *= -1;  // a negated row is no normalization mistake
+  row0(0, 2) += 1e-3;
+  struct Case {
+    ArrayKind kind;
+    Mat<double> X;
+    index_t first_bad_row;
+  };
+  for (const Case& c : {Case{ArrayKind::O, O, 5}, Case{ArrayKind::dV, dV, 2},
+                        Case{ArrayKind::O, neg, 4}, Case{ArrayKind::O, row0, 0}}) {
+    const Grade g = grader.grade(c.kind, c.X, Precision::fp64);
+    INFO("diagnosis " << int(g.diagnosis));
+    CHECK_FALSE(g.pass);
+    CHECK(g.diagnosis == Diagnosis::none);
+    CHECK(g.first_bad_row == c.first_bad_row);
+  }
+  CHECK(
+      grader.grade(ArrayKind::L, Mat<double>(good.L / std::log(2.0)), Precision::fp64).diagnosis ==
+      Diagnosis::l_base2);
+}
+
+TEST_CASE("an L of the other alignment gets the alignment hint, not the NaN one") {
+  const CheckProblem tl = problem(true, CausalAlign::top_left, 40, 25);
+  const CheckProblem br = problem(true, CausalAlign::bottom_right, 40, 25);
+  const Broken bottom_right = flash(br, br.params, Mistake::none, {16, 16});  // rows of -inf
+  CHECK(std::isinf(bottom_right.L(0)));
+  Grader grader(tl);
+  CHECK(grader.grade(ArrayKind::L, bottom_right.L, Precision::fp64).diagnosis ==
+        Diagnosis::wrong_align);
+}
+
+TEST_CASE("no verdict where the naive yardstick overflows, never a pass") {
+  CheckProblem p = problem(false, CausalAlign::top_left);
+  p.params.scale = 30000.0;  // scores beyond fp16's 65504: naive fp16 attention overflows
+  Grader grader(p);
+  const Mat<double> nan = Mat<double>::Constant(40, 6, NAN),
+                    junk = Mat<double>::Constant(40, 6, 123);
+  for (const Mat<double>* X : {&nan, &junk}) {
+    const Grade g = grader.grade(ArrayKind::O, *X, Precision::fp16);
+    CHECK(g.outcome == Outcome::no_verdict);
+    CHECK_FALSE(g.pass);
+  }
+  CHECK(grader.grade(ArrayKind::O, nan, Precision::fp32).outcome == Outcome::fail);
+}

@@ -103,12 +103,6 @@ std::size_t dq_smem(const Problem<T>& p) {
 }
 
 template <class T>
-__global__ void round_kernel(T* x, index_t count, Precision p) {
-  const index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (k < count) x[k] = round_to(p, x[k]);
-}
-
-template <class T>
 void launch_forward(const ForwardArgs<T>& a, const Shape& s) {
   const std::size_t bytes = forward_smem(a.p);
   allow_smem(forward_kernel<T>, bytes, {a.p.tiling.Br, a.p.tiling.Bc}, s.d);
@@ -132,9 +126,9 @@ void launch_backward(BackwardArgs<T> a, const Shape& s, T* D, const T* O, bool d
     allow_smem(dq_kernel<T>, q_bytes, {a.p.tiling.Br, a.p.tiling.Bc}, s.d);
     dq_kernel<T><<<dim3(unsigned(a.p.tiling.Tr()), unsigned(s.heads())), unsigned(a.p.tiling.Br),
                    q_bytes>>>(a);
-  } else if (a.p.p_in == Precision::bf16 || a.p.p_in == Precision::fp16) {
+  } else {
     const index_t count = rows * s.d;
-    round_kernel<T><<<unsigned((count + 255) / 256), 256>>>(a.dQ, count, a.p.p_in);
+    finish_dq_kernel<T><<<unsigned((count + 255) / 256), 256>>>(a.dQ, count, a.p.scale, a.p.p_in);
   }
 }
 

@@ -8,8 +8,9 @@
 // Backward, FlashAttention-2:
 //   D = rowsum(dO * O)                                   one thread per row
 //   grid (Tc, b*h), one thread per key k of tile j, looping over query tiles i:
-//     P = exp(S - L), dV_k += P dO_q, dP = <dO_q, V_k>, dS = P (dP - D_q), dK_k += scale dS Q_q,
-//     dQ_q += scale dS K_k by atomicAdd (or, deterministic, in a third kernel below)
+//     P = exp(S - L), dV_k += P dO_q, dP = <dO_q, V_k>, dS = P (dP - D_q), dK_k += dS Q_q,
+//     dQ_q += dS K_k by atomicAdd (or, deterministic, in a third kernel below);
+//     dQ = scale dQ, dK = scale dK once at the end, as the reference scales them
 //   deterministic dQ: grid (Tr, b*h), one thread per query row, looping over key tiles in order.
 #pragma once
 
@@ -169,24 +170,24 @@ __global__ void dkdv_kernel(BackwardArgs<T> a) {
       const T ds = round_to(p.p_in, softmax_grad(pf, dp, sD[r]));  // dS = P (dP - D)
       const T pr = round_to(p.p_in, pf);
       for (index_t x = 0; x < d; ++x) {
-        sdV[c * ld + x] += pr * do_row[x];           // dV += P^T dO
-        sdK[c * ld + x] += p.scale * ds * q_row[x];  // dK += dS^T Q * scale
+        sdV[c * ld + x] = fmadd(pr, do_row[x], sdV[c * ld + x]);  // dV += P^T dO
+        sdK[c * ld + x] = fmadd(ds, q_row[x], sdK[c * ld + x]);   // dK += dS^T Q (scale: end)
       }
       sdS[r * p.tiling.Bc + c] = ds;
     }
     if (!a.atomic_dq) continue;
-    __syncthreads();  // dQ_i += scale * dS_ij K_j: one global atomic per (row, x) and key tile
+    __syncthreads();  // dQ_i += dS_ij K_j: one global atomic per (row, x) and key tile
     for (index_t k2 = threadIdx.x; k2 < rows.size() * d; k2 += blockDim.x) {
       const index_t r = k2 / d, x = k2 % d;
       T sum = T(0);
       for (index_t c2 = 0; c2 < cols.size(); ++c2)
-        sum += sdS[r * p.tiling.Bc + c2] * sK[c2 * ld + x];
-      atomicAdd(&a.dQ[(qbase + rows.begin + r) * d + x], p.scale * sum);
+        sum = fmadd(sdS[r * p.tiling.Bc + c2], sK[c2 * ld + x], sum);
+      atomicAdd(&a.dQ[(qbase + rows.begin + r) * d + x], sum);  // scale: finish_dq_kernel
     }
   }
   if (!active) return;
   for (index_t x = 0; x < d; ++x) {
-    a.dK[(kbase + k) * d + x] = round_to(p.p_in, sdK[c * ld + x]);
+    a.dK[(kbase + k) * d + x] = round_to(p.p_in, p.scale * sdK[c * ld + x]);  // dK = scale dS^T Q
     a.dV[(kbase + k) * d + x] = round_to(p.p_in, sdV[c * ld + x]);
   }
 }
@@ -224,11 +225,19 @@ __global__ void dq_kernel(BackwardArgs<T> a) {
       const T pf = recompute_p(score(sQ + r * ld, sK + c * ld, d, p.scale), L, L_lo);
       const T dp = dot(sdO + r * ld, sV + c * ld, d);
       const T ds = round_to(p.p_in, softmax_grad(pf, dp, D));
-      for (index_t x = 0; x < d; ++x) sdQ[r * ld + x] += p.scale * ds * sK[c * ld + x];
+      for (index_t x = 0; x < d; ++x) sdQ[r * ld + x] = fmadd(ds, sK[c * ld + x], sdQ[r * ld + x]);
     }
   }
   if (!active) return;
-  for (index_t x = 0; x < d; ++x) a.dQ[(qbase + q) * d + x] = round_to(p.p_in, sdQ[r * ld + x]);
+  for (index_t x = 0; x < d; ++x)  // dQ = scale dS K
+    a.dQ[(qbase + q) * d + x] = round_to(p.p_in, p.scale * sdQ[r * ld + x]);
+}
+
+// dQ = scale * (the sum the atomics formed), in the output precision.
+template <class T>
+__global__ void finish_dq_kernel(T* dQ, index_t count, T scale, Precision p) {
+  const index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < count) dQ[k] = round_to(p, scale * dQ[k]);
 }
 
 }  // namespace fd::cuda

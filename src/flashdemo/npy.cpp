@@ -4,6 +4,7 @@
 #include "flashdemo/file_io.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,19 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr index_t kMaxElements = index_t(1) << 40;
+
+// An IEEE binary16 pattern as a double (exact): sign, 5 exponent bits (bias 15), 10 fraction bits.
+double half_to_double(std::uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, fraction = h & 0x3ff;
+  double v;
+  if (exponent == 0)
+    v = std::ldexp(double(fraction), -24);  // subnormal (or zero)
+  else if (exponent == 31)
+    v = fraction ? NAN : INFINITY;
+  else
+    v = std::ldexp(double(fraction | 0x400), exponent - 25);
+  return sign ? -v : v;
+}
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw NpyError(path + ": " + what);
@@ -72,9 +86,12 @@ Header parse_header(const std::string& header, const std::string& path) {
     h.type = NpyType::f8;
   else if (descr == "'<f4'")
     h.type = NpyType::f4;
+  else if (descr == "'<f2'")
+    h.type = NpyType::f2;
   else
     fail(path, "unsupported dtype " + descr +
-                   ": flashdemo reads little-endian float32 ('<f4') and float64 ('<f8')");
+                   ": flashdemo reads little-endian float16 ('<f2'), float32 ('<f4') and "
+                   "float64 ('<f8')");
   if (dict_value(header, "fortran_order", path) != "False")
     fail(path, "Fortran (column-major) order is not supported: save with np.ascontiguousarray");
   h.shape = parse_shape(dict_value(header, "shape", path), path);
@@ -112,7 +129,7 @@ NpyArray read_npy(const std::string& path) {
     if (s != 0 && count > kMaxElements / s) fail(path, "shape is too large");
     count *= s;
   }
-  const index_t width = h.type == NpyType::f8 ? 8 : 4;
+  const index_t width = h.type == NpyType::f8 ? 8 : h.type == NpyType::f4 ? 4 : 2;
   const std::streampos data_start = in.tellg();
   in.seekg(0, std::ios::end);
   const index_t available = index_t(in.tellg() - data_start);
@@ -127,6 +144,10 @@ NpyArray read_npy(const std::string& path) {
   for (index_t k = 0; k < count; ++k) {  // little-endian on every host flashdemo builds for
     if (h.type == NpyType::f8) {
       std::memcpy(&a.data[std::size_t(k)], raw.data() + k * 8, 8);
+    } else if (h.type == NpyType::f2) {
+      std::uint16_t b;
+      std::memcpy(&b, raw.data() + k * 2, 2);
+      a.data[std::size_t(k)] = half_to_double(b);
     } else {
       float f;
       std::memcpy(&f, raw.data() + k * 4, 4);

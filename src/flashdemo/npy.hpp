@@ -4,7 +4,9 @@
 // (2 bytes little-endian for 1.0, 4 bytes for 2.0 and 3.0), then a Python dict literal such as
 //   {'descr': '<f8', 'fortran_order': False, 'shape': (100, 32), }
 // padded with spaces and a newline, then the data: prod(shape) elements, C (row-major) order.
-// Read: little-endian float32 ('<f4') and float64 ('<f8'), C order, 0-, 1- or 2-dimensional.
+// Read: little-endian float16 ('<f2', what np.save writes for an fp16 tensor), float32 ('<f4')
+// and float64 ('<f8'), C order, 0-, 1- or 2-dimensional. (NumPy has no bf16: bf16 tensors arrive
+// as float32, and `check --precision bf16` grades them as bf16.)
 // Anything else is refused by name. Write: '<f4' or '<f8', version 1.0, via a temporary file
 // renamed into place, so a failed write never leaves a half-written file.
 #pragma once
@@ -22,12 +24,12 @@ struct NpyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class NpyType { f4, f8 };
+enum class NpyType { f2, f4, f8 };
 
 struct NpyArray {
   NpyType type = NpyType::f8;
   std::vector<index_t> shape;  // () scalar, (n,) vector, (n, d) matrix
-  std::vector<double> data;    // row-major, widened to double (exact for both types)
+  std::vector<double> data;    // row-major, widened to double (exact for every type)
   index_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
   index_t cols() const { return shape.empty() ? 1 : shape.back(); }
 };

@@ -158,7 +158,8 @@ Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t
   using W = wider_t<T>;  // the reference; the naive rows are computed in T itself
   Tally t;
   t.p = precision_of<T>();
-  for (index_t q : sample(h.n, samples)) {
+  const std::vector<index_t> rows = sample(h.n, samples);
+  for (index_t q : rows) {
     const auto ref = query_row<W>(h, params, q);
     const auto low = query_row<T>(h, params, q);
     const index_t w = 2 * h.d + 1;  // the magnitudes follow the values
@@ -168,8 +169,7 @@ Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t
       for (index_t x = 0; x < h.d; ++x)
         t.add("dQ", h.dQ[q * h.d + x], ref[h.d + 1 + x], low[h.d + 1 + x], ref[w + h.d + 1 + x]);
   }
-  if (!h.dO) return t.verdict();
-  for (index_t k : sample(h.m, samples)) {
+  for (index_t k : h.dO ? sample(h.m, samples) : std::vector<index_t>{}) {
     const auto ref = key_row<W>(h, params, k);
     const auto low = key_row<T>(h, params, k);
     const index_t w = 2 * h.d;
@@ -178,7 +178,9 @@ Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t
       t.add("dV", h.dV[k * h.d + x], ref[h.d + x], low[h.d + x], ref[w + h.d + x]);
     }
   }
-  return t.verdict();
+  Verdict v = t.verdict();
+  v.rows = index_t(rows.size());
+  return v;
 }
 
 template Verdict verify_sampled(const HeadArrays<float>&, const AttnParams&, index_t);

@@ -28,6 +28,7 @@ struct Verdict {
   bool pass = true;
   double err = 0, bound = 0;  // worst error and the bound it had to meet
   std::string worst;          // which array
+  index_t rows = 0;           // query rows checked (and as many key rows, with gradients)
 };
 
 // Every `stride`-th row (and the last) of O, L (and, when dO is given, dQ, dK, dV).
