@@ -6,14 +6,23 @@
 namespace fd {
 
 double loss_sum_squares(const Mat<double>& O) {
-  return O.squaredNorm();
+  double sum = 0;  // left to right: the same digits whatever the SIMD width
+  for (index_t k = 0; k < O.size(); ++k) sum += O.data()[k] * O.data()[k];
+  return sum;
+}
+
+// sum(O * G), left to right.
+double loss_against(const Mat<double>& O, const Mat<double>& G) {
+  double sum = 0;
+  for (index_t k = 0; k < O.size(); ++k) sum += O.data()[k] * G.data()[k];
+  return sum;
 }
 
 std::vector<GradSample> finite_difference_grads(const Mat<double>& Q, const Mat<double>& K,
                                                 const Mat<double>& V, const AttnParams& params,
                                                 const Mat<double>* G, double h) {
   auto loss = [&](const Mat<double>& O) {
-    return G ? O.cwiseProduct(*G).sum() : loss_sum_squares(O);
+    return G ? loss_against(O, *G) : loss_sum_squares(O);
   };
   std::vector<GradSample> out;
   Mat<double> x[3] = {Q, K, V};
