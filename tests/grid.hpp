@@ -2,15 +2,19 @@
 //   n in {1, 37, 100, 513, 1000},  m = n and m != n,  d in {1, 32, 64, 128},
 //   no mask and causal in both alignments,  the default scale and 10, 100, 1e3 (n >= 513: the
 //   default and 1e3),  dO drawn at random or dO = 2 O (the `backward` demo's loss).
-// test_grid.cpp runs the CPU paths over it, test_gpu.cpp the kernels. FLASHDEMO_GRID=quick: a
-// subset (every fourth case below n = 513), for the sanitizer build.
+// test_grid.cpp runs the CPU paths over it, test_gpu.cpp the kernels. FLASHDEMO_GRID=quick or
+// tiny: subsets, for the sanitizers (grid_limit).
 #pragma once
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "check.hpp"
 #include "flashdemo/random.hpp"
@@ -31,9 +35,13 @@ struct GridCase {
   }
 };
 
-inline bool quick_grid() {
+// FLASHDEMO_GRID=quick: every fourth case below n = 513; =tiny: every fourth case below n = 100
+// (for the slowest sanitizer, racecheck).
+inline index_t grid_limit() {
   const char* g = std::getenv("FLASHDEMO_GRID");
-  return g && std::strcmp(g, "quick") == 0;
+  if (g && std::strcmp(g, "quick") == 0) return 513;
+  if (g && std::strcmp(g, "tiny") == 0) return 100;
+  return 0;
 }
 
 // m for a given n: the same, and one that differs (more keys than queries, or fewer).
@@ -54,7 +62,7 @@ void for_each_grid_case(F&& f) {
         for (const auto& [causal, align] : masks)
           for (const auto& scale : scales) {
             ++k;
-            if (quick_grid() && (n >= 513 || k % 4 != 0)) continue;
+            if (grid_limit() && (n >= grid_limit() || k % 4 != 0)) continue;
             if (n >= 513 && scale && *scale < 1e3) continue;  // the middle scales: n <= 100
             f(GridCase{n, m, d, causal, align, scale, k % 2 == 0});
           }
@@ -70,6 +78,30 @@ Problem<T> grid_problem(const GridCase& c) {
                AttnParams{c.causal, c.align, c.scale}};
   if (c.dO_is_2O) p.dO = (T(2) * reference_forward<T>(p.Q, p.K, p.V, p.params).O).eval();
   return p;
+}
+
+// Every case of the grid, with its problem and its reference computed on every core (the long
+// double references of n = 1000 take a second or more each; the GPU test has many cores).
+template <class T>
+struct GridEntry {
+  GridCase c;
+  Problem<T> p;
+  std::unique_ptr<Expected<T>> e;
+};
+
+template <class T>
+std::vector<GridEntry<T>> grid_with_references() {
+  std::vector<GridEntry<T>> entries;
+  for_each_grid_case([&](const GridCase& c) { entries.push_back({c, grid_problem<T>(c), {}}); });
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t k; (k = next++) < entries.size();)
+      entries[k].e = std::make_unique<Expected<T>>(entries[k].p), entries[k].e->compact();
+  };
+  std::vector<std::thread> pool(std::max(1u, std::thread::hardware_concurrency()));
+  for (auto& t : pool) t = std::thread(work);
+  for (auto& t : pool) t.join();
+  return entries;
 }
 
 // The worst error / bound over the arrays of one path's outputs.

@@ -73,9 +73,8 @@ void check_case(const Case& c, const AttnParams& p, bool deterministic) {
 // One grid case through the kernels: the forward, then the backward with atomics and the
 // deterministic one, each graded in full.
 template <class T>
-void check_grid_case(const test::GridCase& c) {
-  const test::Problem<T> p = test::grid_problem<T>(c);
-  const test::Expected<T> e(p);
+void check_grid_case(const test::GridCase& c, const test::Problem<T>& p,
+                     const test::Expected<T>& e) {
   const cuda::Shape s{1, 1, c.n, c.m, c.d};
   const TileSizes tiles = cuda::default_tiles(c.d, sizeof(T));
   test::Outputs<T> out{Mat<T>(c.n, c.d), Vec<T>(c.n), Mat<T>(c.n, c.d), Mat<T>(c.m, c.d),
@@ -127,10 +126,10 @@ TEST_CASE_TEMPLATE("kernels match the reference: odd shapes, masks, heads", T, f
 }
 
 TEST_CASE_TEMPLATE("the grid: the kernels pass the correctness rule in full", T, float, double) {
-  test::for_each_grid_case([](const test::GridCase& c) {
-    INFO(c.name());
-    check_grid_case<T>(c);
-  });
+  for (const auto& entry : test::grid_with_references<T>()) {
+    INFO(entry.c.name());
+    check_grid_case<T>(entry.c, entry.p, *entry.e);
+  }
 }
 
 TEST_CASE("fully masked rows: O = 0, L = -inf, zero gradients, no NaN") {

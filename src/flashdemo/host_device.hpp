@@ -6,6 +6,7 @@
 //                         long double, the fp64 reference's type, on the host)
 //   neg_inf<T>()        = -infinity, the value of a masked score (never a finite sentinel)
 //   fmadd(a, b, c)      = a * b + c, fused wherever the machine can (one rounding)
+//   fmul(a, b)          = a * b, rounded, never fused into what follows
 #pragma once
 
 #include <cmath>
@@ -83,6 +84,37 @@ FD_HOST_DEVICE double fmadd(double a, double b, double c) {
 #if !defined(__CUDACC__)
 inline long double fmadd(long double a, long double b, long double c) {
   return a * b + c;
+}
+#endif
+
+// a * b rounded as stored, which no compiler may fuse into the add or subtract that follows
+// (nvcc would turn S - L with S = scale * dot into one fma, and S would differ by an ulp from the
+// S the forward stored: P = exp(S - L) of the max key would no longer be exactly 1).
+FD_HOST_DEVICE float fmul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  float p = a * b;
+#if defined(__x86_64__)
+  asm("" : "+x"(p));  // the product leaves the register as a rounded float
+#endif
+  return p;
+#endif
+}
+FD_HOST_DEVICE double fmul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  double p = a * b;
+#if defined(__x86_64__)
+  asm("" : "+x"(p));
+#endif
+  return p;
+#endif
+}
+#if !defined(__CUDACC__)
+inline long double fmul(long double a, long double b) {
+  return a * b;  // x87 has no fused multiply-add
 }
 #endif
 

@@ -33,7 +33,7 @@ FD_HOST_DEVICE T dot(const T* a, const T* b, index_t d) {
 // S_qk = scale * <q_row, k_row>: one score.
 template <class T>
 FD_HOST_DEVICE T score(const T* q_row, const T* k_row, index_t d, T scale) {
-  return scale * dot(q_row, k_row, d);  // S = Q K^T * scale
+  return fmul(scale, dot(q_row, k_row, d));  // S = Q K^T * scale, rounded as the forward stores it
 }
 
 // s[0..cols) = row q of S_ij. q_row: d values; K_tile: keys k0 .. k0 + cols, one per row.

@@ -38,7 +38,7 @@ std::vector<A> p_row(const HeadArrays<T>& h, const AttnParams& params, index_t q
   std::vector<A> s(h.m);
   A mx = neg_inf<A>();
   for (index_t k = 0; k < h.m; ++k) {
-    s[k] = mask.masked(q, k) ? neg_inf<A>() : scale * dot_row<A>(h.Q, h.K, q, k, h.d);
+    s[k] = mask.masked(q, k) ? neg_inf<A>() : fmul(scale, dot_row<A>(h.Q, h.K, q, k, h.d));
     mx = fmax2(mx, s[k]);
   }
   A sum = 0;
@@ -104,7 +104,7 @@ std::vector<A> key_row(const HeadArrays<T>& h, const AttnParams& params, index_t
       dp += o * A(h.V[k * h.d + x]), adp += std::abs(o * A(h.V[k * h.d + x]));
       D += o * A(h.O[q * h.d + x]), aD += std::abs(o * A(h.O[q * h.d + x]));
     }
-    const A p = shifted_exp(scale * dot_row<A>(h.Q, h.K, q, k, h.d),
+    const A p = shifted_exp(fmul(scale, dot_row<A>(h.Q, h.K, q, k, h.d)),
                             A(h.L[q]) + (h.L_lo ? A(h.L_lo[q]) : A(0)));
     const A ds = p * (dp - D), ads = p * (adp + aD);
     for (index_t x = 0; x < h.d; ++x) {
