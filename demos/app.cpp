@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <new>
 #include <string>
 
@@ -17,6 +18,7 @@
 #include "check.hpp"
 #include "cli_tools.hpp"
 #include "common.hpp"
+#include "flashdemo/file_io.hpp"
 #include "flashdemo/npy.hpp"
 #include "forward.hpp"
 #include "info.hpp"
@@ -58,7 +60,21 @@ std::string parse_message(const CLI::ParseError& e) {
     if (!cur.empty()) w.push_back(cur);
     return std::pair<std::string, std::string>{w.size() > a ? w[a] : "", w.size() > b ? w[b] : ""};
   };
-  if (name == "ExtrasError") return tr(Msg::err_unexpected, tail(what));
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {  // CLI11 lists them last first: reorder
+    const std::string extras = tail(what);
+    std::vector<std::string> w;
+    std::string cur;
+    for (char c : extras + " ")
+      if (c == ' ') {
+        if (!cur.empty()) w.insert(w.begin(), cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    std::string ordered;
+    for (const std::string& x : w) ordered += (ordered.empty() ? "" : " ") + x;
+    return tr(Msg::err_unexpected, ordered);
+  }
   if (name == "ExcludesError") {
     const auto [a, b] = words(0, 2);
     return tr(Msg::err_excludes, a, b);
@@ -69,6 +85,8 @@ std::string parse_message(const CLI::ParseError& e) {
   }
   if (name == "RequiredError" && what.rfind("--", 0) == 0)
     return tr(Msg::err_required, words(0, 0).first);
+  if (name == "ArgumentMismatch" && what.find("received") != std::string::npos)
+    return tr(Msg::err_given_twice, what.substr(0, what.find(':')));
   if (name == "ArgumentMismatch") return tr(Msg::err_value_missing, what.substr(0, what.find(':')));
   return what;
 }
@@ -85,11 +103,26 @@ void add_global_options(CLI::App& app, fd::ui::ColorMode& color, std::string& la
   app.add_flag("--json", fd::ui::settings().json, tr(Msg::opt_json));
 }
 
-}  // namespace
+// Standard output, held during the run, written at its end: a closed pipe ends quietly, any other
+// failure to write is one line and exit 4.
+int finish_stdout(int code) {
+  const std::string why = fd::ui::flush_stdout();
+  if (why.empty() || why == "closed pipe") return code;
+  return fail(fd::demos::kFile, tr(Msg::err_stdout, why));
+}
 
-namespace fd::demos {
+// A failed run prints its error line and nothing else; a failed check still shows its table.
+int failed(int code, const std::string& message) {
+  if (code == fd::demos::kCheckFailed) {
+    const std::string why = fd::ui::flush_stdout();
+    if (!why.empty() && why != "closed pipe")
+      return fail(fd::demos::kFile, tr(Msg::err_stdout, why));
+  }
+  fd::ui::reset_stdout();
+  return fail(code, message);
+}
 
-int run(int argc, char** argv) {
+int parse_and_run(int argc, char** argv) {
   fd::ui::settings() = fd::ui::Settings{};  // a fresh start for every run, not only the first
   fd::ui::set_lang(fd::ui::detect_lang(argc, argv));
   CLI::App app{tr(Msg::app_help), "flashdemo"};
@@ -97,6 +130,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand: flashdemo forward --lang zh
   app.footer(tr(Msg::app_footer));
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // --n 5 --n 6
   fd::ui::ColorMode color = fd::ui::ColorMode::auto_;
   std::string lang;
   add_global_options(app, color, lang);
@@ -118,32 +152,49 @@ int run(int argc, char** argv) {
     known = known || (argc > 1 && sub->check_name(argv[1]));
   }
   if (argc < 2) return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, names));
+  for (int k = 1; k < argc; ++k) {  // --values= would take the next argument as its value
+    const std::string a = argv[k];
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=')
+      return fail(fd::demos::kUsage, tr(Msg::err_empty_value, a.substr(0, a.size() - 1)));
+  }
   if (argv[1][0] != '-' && !known)
     return fail(fd::demos::kUsage, tr(Msg::err_unknown_subcommand, argv[1], names));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return finish_stdout(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish_stdout(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish_stdout(app.exit(e));
   } catch (const CLI::RequiredError& e) {
     if (std::string(e.what()).find("subcommand") != std::string::npos)
-      return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, names));
-    return fail(fd::demos::kUsage, parse_message(e));
+      return failed(fd::demos::kUsage, tr(Msg::err_missing_subcommand, names));
+    return failed(fd::demos::kUsage, parse_message(e));
   } catch (const CLI::ParseError& e) {
-    return fail(fd::demos::kUsage, parse_message(e));
+    return failed(fd::demos::kUsage, parse_message(e));
   } catch (const fd::demos::Error& e) {
-    return fail(e.code, e.what());
+    return failed(e.code, e.what());
   } catch (const fd::NpyError& e) {
-    return fail(fd::demos::kFile, e.what());
+    return failed(fd::demos::kFile, e.what());
+  } catch (const fd::FileError& e) {
+    return failed(fd::demos::kFile, e.what());
   } catch (const std::bad_alloc&) {
-    return fail(fd::demos::kTooLarge, tr(Msg::err_out_of_memory));
+    return failed(fd::demos::kTooLarge, tr(Msg::err_out_of_memory));
   } catch (const std::exception& e) {  // a bug: still one line, never a stack trace
-    return fail(fd::demos::kInternal, e.what());
+    return failed(fd::demos::kInternal, e.what());
   }
-  return fd::demos::kOk;
+  return finish_stdout(fd::demos::kOk);
+}
+
+}  // namespace
+
+namespace fd::demos {
+
+int run(int argc, char** argv) {
+  fd::ui::reset_stdout();
+  std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit a write fails (EFBIG) and is reported
+  return parse_and_run(argc, argv);
 }
 
 }  // namespace fd::demos

@@ -27,20 +27,20 @@ constexpr index_t kMaxSize = index_t(1) << 31;
 
 void add_files(CLI::App* sub, AttentionOptions& o, Subcommand which) {
   ArrayFiles& f = o.files;
-  auto* q = sub->add_option("--q", f.q, tr(Msg::opt_q));
-  auto* k = sub->add_option("--k", f.k, tr(Msg::opt_k));
-  auto* v = sub->add_option("--v", f.v, tr(Msg::opt_v));
+  auto* q = add_file(sub, "--q", f.q, tr(Msg::opt_q));
+  auto* k = add_file(sub, "--k", f.k, tr(Msg::opt_k));
+  auto* v = add_file(sub, "--v", f.v, tr(Msg::opt_v));
   q->needs(k)->needs(v);
   k->needs(q);
   v->needs(q);
   for (const char* sized : {"--n", "--m", "--d", "--seed"}) q->excludes(sub->get_option(sized));
-  sub->add_option("--save-o", f.save_o, tr(Msg::opt_save_o));
-  sub->add_option("--save-lse", f.save_lse, tr(Msg::opt_save_lse));
+  add_file(sub, "--save-o", f.save_o, tr(Msg::opt_save_o));
+  add_file(sub, "--save-lse", f.save_lse, tr(Msg::opt_save_lse));
   if (which == Subcommand::backward) {
-    sub->add_option("--do", f.dO, tr(Msg::opt_do))->needs(q);
-    sub->add_option("--save-dq", f.save_dq, tr(Msg::opt_save_dq));
-    sub->add_option("--save-dk", f.save_dk, tr(Msg::opt_save_dk));
-    sub->add_option("--save-dv", f.save_dv, tr(Msg::opt_save_dv));
+    add_file(sub, "--do", f.dO, tr(Msg::opt_do))->needs(q);
+    add_file(sub, "--save-dq", f.save_dq, tr(Msg::opt_save_dq));
+    add_file(sub, "--save-dk", f.save_dk, tr(Msg::opt_save_dk));
+    add_file(sub, "--save-dv", f.save_dv, tr(Msg::opt_save_dv));
   }
 }
 
@@ -68,17 +68,18 @@ Mat<double> load_matrix(const std::string& path, const char* what, index_t rows,
   return to_matrix<double>(a);
 }
 
-// Every output must be writable and distinct from every input, before anything runs.
-void check_outputs(const ArrayFiles& f) {
-  const std::string inputs[] = {f.q, f.k, f.v, f.dO};
-  for (const std::string& out : {f.save_o, f.save_lse, f.save_dq, f.save_dk, f.save_dv}) {
-    if (out.empty()) continue;
-    for (const std::string& in : inputs)
-      if (!in.empty() &&
-          std::filesystem::weakly_canonical(in) == std::filesystem::weakly_canonical(out))
-        throw Error(kUsage, tr(Msg::err_output_is_input, out));
-    if (!can_write(out)) throw Error(kFile, tr(Msg::err_cannot_write, out));
-  }
+// Every input and output of the run, the outputs checked before anything runs.
+RunFiles run_files(const AttentionOptions& o) {
+  const ArrayFiles& f = o.files;
+  RunFiles files;
+  files.input("--q", f.q), files.input("--k", f.k), files.input("--v", f.v);
+  files.input("--do", f.dO);
+  files.output("--save-o", f.save_o), files.output("--save-lse", f.save_lse);
+  files.output("--save-dq", f.save_dq), files.output("--save-dk", f.save_dk);
+  files.output("--save-dv", f.save_dv);
+  files.outputs(o.trace_files);
+  files.check();
+  return files;
 }
 
 }  // namespace
@@ -119,8 +120,8 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
 LoadedArrays prepare_inputs(AttentionOptions& o) {
   if (o.mistake == Mistake::wrong_align) o.causal = true, o.align = CausalAlign::bottom_right;
   if (o.mistake == Mistake::finite_mask) o.causal = true;
-  check_outputs(o.files);
   LoadedArrays a;
+  a.files = run_files(o);
   if (o.files.q.empty()) return a;
   a.Q = load_matrix(o.files.q, "Q", -1, -1);
   a.K = load_matrix(o.files.k, "K", -1, a.Q.cols());
@@ -224,13 +225,13 @@ void print_mistake_list(Subcommand which) {
 }
 
 template <class X>
-void save_if(const std::string& path, const X& x) {
-  if (!path.empty()) write_npy(path, x);
+void stage_npy(RunFiles& files, const std::string& path, const X& x) {
+  if (!path.empty()) files.stage(path, npy_bytes(x));
 }
 
-template void save_if(const std::string&, const Mat<float>&);
-template void save_if(const std::string&, const Mat<double>&);
-template void save_if(const std::string&, const Vec<float>&);
-template void save_if(const std::string&, const Vec<double>&);
+template void stage_npy(RunFiles&, const std::string&, const Mat<float>&);
+template void stage_npy(RunFiles&, const std::string&, const Mat<double>&);
+template void stage_npy(RunFiles&, const std::string&, const Vec<float>&);
+template void stage_npy(RunFiles&, const std::string&, const Vec<double>&);
 
 }  // namespace fd::demos

@@ -46,9 +46,11 @@ struct AttentionOptions {
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   // The tiles the run uses: --block-q, --block-k (or the lecture's), except that the fast path
-  // keeps its own unless they were given.
+  // keeps its own unless they were given; a tile larger than the problem is the problem's size.
   TileSizes tiles() const {
-    return impl == Impl::fast && !tiles_given ? TileSizes{128, 256} : TileSizes{Br, Bc};
+    const TileSizes t =
+        impl == Impl::fast && !tiles_given ? TileSizes{128, 256} : TileSizes{Br, Bc};
+    return {t.Br < n ? t.Br : n, t.Bc < keys() ? t.Bc : keys()};
   }
   Tiling tiling() const { return Tiling{n, keys(), tiles().Br, tiles().Bc}; }
   Variant variant() const { return Variant{precision, mistake}; }
@@ -70,10 +72,12 @@ enum class Subcommand { forward, backward };
 void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which);
 
 // Reads --q/--k/--v (and --do) when given, sets n, m, d from them, and checks every output path
-// before anything runs (one-line error on any problem). A mistake that needs a mask turns it on:
-// finite-mask needs masked scores (causal); wrong-align means bottom-right was intended.
+// against the inputs and each other before anything runs (one-line error on any problem). A mistake
+// that needs a mask turns it on: finite-mask needs masked scores (causal); wrong-align means
+// bottom-right was intended.
 struct LoadedArrays {
   Mat<double> Q, K, V, dO;  // dO empty unless --do
+  RunFiles files;           // every input and output, checked; the outputs staged at the end
 };
 LoadedArrays prepare_inputs(AttentionOptions& o);
 
@@ -130,8 +134,8 @@ void dispatch_dtype(const AttentionOptions& o, F&& f) {
     f.template operator()<double>();
 }
 
-// Writes `x` to `path` unless path is empty.
+// Hands `x` as a .npy file to the run's files, unless path is empty.
 template <class X>
-void save_if(const std::string& path, const X& x);
+void stage_npy(RunFiles& files, const std::string& path, const X& x);
 
 }  // namespace fd::demos

@@ -135,7 +135,7 @@ void print_drift(const BackwardResult<T>& g, const BackwardResult<W>& ref,
 }
 
 template <class T>
-void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
+void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   using W = wider_t<T>;
   ensure_reference_fits(o, 9, sizeof(W));
   const Inputs<T> in = inputs_for<T>(o, files);
@@ -173,12 +173,13 @@ void run_backward_as(const AttentionOptions& o, const LoadedArrays& files) {
             {"err_dK", ui::number(v.dK.err)},
             {"err_dV", ui::number(v.dV.err)},
             {"err_D", ui::number(v.D.err)}});
-  rec.finish();
-  save_if(o.files.save_o, fwd.O);
-  save_if(o.files.save_lse, fwd.L);
-  save_if(o.files.save_dq, g.dQ);
-  save_if(o.files.save_dk, g.dK);
-  save_if(o.files.save_dv, g.dV);
+  rec.finish(files.files);
+  stage_npy(files.files, o.files.save_o, fwd.O);
+  stage_npy(files.files, o.files.save_lse, fwd.L);
+  stage_npy(files.files, o.files.save_dq, g.dQ);
+  stage_npy(files.files, o.files.save_dk, g.dK);
+  stage_npy(files.files, o.files.save_dv, g.dV);
+  files.files.commit();
 }
 
 }  // namespace
@@ -197,7 +198,7 @@ void setup_backward(CLI::App& app) {
 
 void run_backward(AttentionOptions& o) {
   require_device(o);
-  const LoadedArrays files = prepare_inputs(o);
+  LoadedArrays files = prepare_inputs(o);
   dispatch_dtype(o, [&]<class T>() { run_backward_as<T>(o, files); });
 }
 

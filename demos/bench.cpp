@@ -348,7 +348,7 @@ void run_bench_as(const BenchOptions& o) {
               {"threads", o.threads},
               {"peak_bytes", 0.0},
               {"gemm_side", gemm_side(o)}});
-    if (ui::settings().json) return fmt::print("{}\n", j.dump());
+    if (ui::settings().json) return void(ui::out() << j.dump() << "\n");
     print_table<T>(o, j);
     return ui::result(Msg::bench_gemm_side, gemm_side(o));
   }
@@ -396,7 +396,7 @@ void run_bench_as(const BenchOptions& o) {
       j["of_gemm"] = j["tflops"].get<double>() * 1e3 / ceiling;
     }
   }
-  if (ui::settings().json) return fmt::print("{}\n", j.dump());
+  if (ui::settings().json) return void(ui::out() << j.dump() << "\n");
   print_table<T>(o, j);
 }
 
@@ -454,6 +454,7 @@ void setup_bench(CLI::App& app) {
   sub->callback([o] {
     if (o->reps == 0) o->reps = o->device == Device::cuda ? 20 : 5;
     check_impl(*o);
+    if (o->device == Device::cpu) ensure_threads(o->threads);
     ensure_fits(double(o->b * o->h) * double(o->n + 2 * o->keys()) * double(o->d) * 8.0 * 4,
                 ui::tr(Msg::bench_arrays_what));
     try {

@@ -74,10 +74,14 @@ std::optional<Msg> hint(Diagnosis d) {
   return std::nullopt;
 }
 
-// An input of the problem (Q, K, V, dO): finite, or refused with the file's name.
-Mat<double> load_input(const std::string& path) {
+// An input of the problem (Q, K, V, dO): a finite matrix with no empty dimension, or refused
+// with the file's name.
+Mat<double> load_input(const std::string& path, const char* what) {
   const NpyArray a = read_npy(path);
   require_finite(a, path);
+  if (a.shape.size() != 2) throw NpyError(ui::tr(Msg::err_not_matrix, path, what, a.shape.size()));
+  if (a.shape[0] < 1 || a.shape[1] < 1)
+    throw NpyError(ui::tr(Msg::err_empty_array, path, what, a.shape[0], a.shape[1]));
   return to_matrix<double>(a);
 }
 
@@ -100,16 +104,16 @@ Precision judged_in(Judge j, NpyType type) {
 }
 
 CheckProblem load_problem(const CheckOptions& o) {
-  CheckProblem p{load_input(o.q),
-                 load_input(o.k),
-                 load_input(o.v),
+  CheckProblem p{load_input(o.q, "Q"),
+                 load_input(o.k, "K"),
+                 load_input(o.v, "V"),
                  {},
                  AttnParams{o.causal, o.align, o.scale}};
   if (p.K.cols() != p.Q.cols() || p.V.rows() != p.K.rows() || p.V.cols() != p.Q.cols())
     throw NpyError(ui::tr(Msg::check_err_shapes, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
                           p.V.rows(), p.V.cols()));
   if (!o.dO.empty()) {
-    p.dO = load_input(o.dO);
+    p.dO = load_input(o.dO, "dO");
     if (p.dO.rows() != p.Q.rows() || p.dO.cols() != p.Q.cols())
       throw NpyError(
           ui::tr(Msg::check_err_do, o.dO, p.dO.rows(), p.dO.cols(), p.Q.rows(), p.Q.cols()));
@@ -211,7 +215,8 @@ int run_check(const CheckOptions& o) {
             {"passed", passed},
             {"graded", graded},
             {"no_verdict", ungraded}});
-  rec.finish();
+  RunFiles none;
+  rec.finish(none);
   return passed == graded ? kOk : kCheckFailed;
 }
 
@@ -220,15 +225,15 @@ int run_check(const CheckOptions& o) {
 void setup_check(CLI::App& app) {
   auto o = std::make_shared<CheckOptions>();
   CLI::App* sub = app.add_subcommand("check", ui::tr(Msg::check_help));
-  sub->add_option("--q", o->q, ui::tr(Msg::check_opt_q))->required();
-  sub->add_option("--k", o->k, ui::tr(Msg::check_opt_k))->required();
-  sub->add_option("--v", o->v, ui::tr(Msg::check_opt_v))->required();
-  auto* dO = sub->add_option("--do", o->dO, ui::tr(Msg::check_opt_do));
+  add_file(sub, "--q", o->q, ui::tr(Msg::check_opt_q))->required();
+  add_file(sub, "--k", o->k, ui::tr(Msg::check_opt_k))->required();
+  add_file(sub, "--v", o->v, ui::tr(Msg::check_opt_v))->required();
+  auto* dO = add_file(sub, "--do", o->dO, ui::tr(Msg::check_opt_do));
   const Msg help[] = {Msg::check_opt_o, Msg::check_opt_lse, Msg::check_opt_dq, Msg::check_opt_dk,
                       Msg::check_opt_dv};
   const char* flags[] = {"--o", "--lse", "--dq", "--dk", "--dv"};
   for (int k = 0; k < 5; ++k) {
-    auto* opt = sub->add_option(flags[k], o->files[k], ui::tr(help[k]));
+    auto* opt = add_file(sub, flags[k], o->files[k], ui::tr(help[k]));
     if (k >= 2) opt->needs(dO);
   }
   sub->add_flag("--causal", o->causal, ui::tr(Msg::check_opt_causal));

@@ -220,14 +220,14 @@ void setup_completion(CLI::App& app) {
   sub->footer(ui::tr(Msg::completion_examples));
   sub->callback([&app, shell] {
     const std::vector<CommandInfo> cmds = commands_of(app);
-    fmt::print("{}", *shell == "zsh" ? zsh_script(cmds) : bash_script(cmds));
+    ui::out() << (*shell == "zsh" ? zsh_script(cmds) : bash_script(cmds));
   });
 }
 
 void setup_manpage(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("manpage", ui::tr(Msg::manpage_help));
   sub->group("");  // hidden: the build runs it to write flashdemo.1
-  sub->callback([&app] { fmt::print("{}", man_page(app)); });
+  sub->callback([&app] { ui::out() << man_page(app); });
 }
 
 }  // namespace fd::demos

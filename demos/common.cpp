@@ -3,10 +3,16 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "flashdemo/random.hpp"
 #include "ui/i18n.hpp"
@@ -15,25 +21,40 @@
 namespace fd::demos {
 namespace {
 
-// Parses the whole of s as a signed integer; an empty optional when it is not one.
+// Parses the whole of s as a signed integer; an empty optional when it is not one. A whole
+// number beyond the range of long long comes back as LLONG_MAX or LLONG_MIN (too large either way).
 std::optional<long long> parse_integer(const std::string& s) {
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (*end != '\0' || errno == ERANGE) return std::nullopt;
-  return v;
+  if (*end != '\0') return std::nullopt;
+  return v;  // on ERANGE strtoll saturates, and the range checks below say so
 }
 
-double available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
+// A field of /proc/self/status or /proc/meminfo in bytes (kB there); -1 when absent.
+double proc_kb(const char* file, const std::string& field) {
+  std::ifstream in(file);
   std::string key;
-  double kib = 0;
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024.0;
-    meminfo.ignore(256, '\n');
+  double kb = 0;
+  while (in >> key >> kb) {
+    if (key == field) return kb * 1024.0;
+    in.ignore(256, '\n');
   }
-  return 8.0 * 1024 * 1024 * 1024;  // no /proc: assume a modest 8 GiB
+  return -1;
+}
+
+// The memory this process may still take: what the system has available, and no more than the
+// address space its limit (ulimit -v) leaves beyond what it maps already.
+double available_memory_bytes() {
+  double available = proc_kb("/proc/meminfo", "MemAvailable:");
+  if (available < 0) available = 8.0 * 1024 * 1024 * 1024;  // no /proc: a modest 8 GiB
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    const double mapped = std::max(0.0, proc_kb("/proc/self/status", "VmSize:"));
+    available = std::min(available, std::max(0.0, double(limit.rlim_cur) - mapped));
+  }
+  return available;
 }
 
 }  // namespace
@@ -48,7 +69,7 @@ CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
     const auto v = parse_integer(s);
     if (!v) return ui::tr(ui::Msg::err_whole_number, s);
     if (*v < 1) return ui::tr(ui::Msg::err_at_least_1, *v);
-    if (*v > max_value) return ui::tr(ui::Msg::err_at_most, max_value, *v);
+    if (*v > max_value) return ui::tr(ui::Msg::err_at_most, max_value, s);
     return "";
   };
   return app->add_option(name, value, help)
@@ -132,11 +153,29 @@ template void require_fits(const double*, index_t, index_t, const std::string&, 
 template void require_fits(const long double*, index_t, index_t, const std::string&, Precision,
                            const std::string&);
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items{""};
+  for (char c : text) c == ',' ? items.push_back("") : items.back().push_back(c);
+  return items;
+}
+
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
   int u = 0;
   while (bytes >= 1000.0 && u < 6) bytes /= 1000.0, ++u;
   return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+void ensure_threads(index_t threads) {
+  std::vector<std::thread> started;
+  try {
+    for (index_t k = 1; k < threads; ++k) started.emplace_back([] {});
+  } catch (const std::system_error& e) {
+    for (std::thread& t : started) t.join();
+    throw Error(kTooLarge,
+                ui::tr(ui::Msg::err_threads, threads, started.size() + 1, e.code().message()));
+  }
+  for (std::thread& t : started) t.join();
 }
 
 void ensure_fits(double bytes, const std::string& what) {

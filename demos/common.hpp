@@ -90,6 +90,14 @@ void require_fits(const Mat<T>& X, const std::string& what, Precision p, const s
   require_fits(X.data(), X.size(), X.cols(), what, p, file);
 }
 
+// The items of a comma-separated list, every one of them: "1,,2" and "1,2," hold an empty item
+// (which the caller refuses, as it refuses one at the start).
+std::vector<std::string> split_commas(const std::string& text);
+
+// Refuses (exit kTooLarge) a run on `threads` threads when the system lets this process start
+// fewer (a limit on processes, ulimit -u): OpenMP would print its own lines and exit.
+void ensure_threads(index_t threads);
+
 // Refuses (exit kTooLarge) a run that needs more than the memory available now.
 void ensure_fits(double bytes, const std::string& what);
 std::string format_bytes(double bytes);

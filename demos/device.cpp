@@ -16,6 +16,7 @@ cuda::Shape shape(const AttentionOptions& o) {
 }
 
 fast::Options fast_options(const AttentionOptions& o) {
+  ensure_threads(thread_count(o));
   return {thread_count(o), o.tiles()};
 }
 
@@ -66,7 +67,7 @@ ForwardResult<T> forward_on_device(const AttentionOptions& o, const Inputs<T>& i
     return flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), sink, o.variant());
   ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
   cuda::KernelTrace trace;
-  const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.Br <= kMaxTracedSlots;
+  const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.tiles().Br <= kMaxTracedSlots;
   // (the kernel's trace: head 0 only, replayed into the same sinks as the CPU path's)
   try {
     cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), in.Q.data(), in.K.data(),

@@ -85,7 +85,7 @@ void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out, const Referen
 }
 
 template <class T>
-void run_forward_as(const AttentionOptions& o, const LoadedArrays& files) {
+void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   using W = wider_t<T>;
   ensure_reference_fits(o, 3, sizeof(W));
   const Inputs<T> in = inputs_for<T>(o, files);
@@ -114,9 +114,10 @@ void run_forward_as(const AttentionOptions& o, const LoadedArrays& files) {
   if (o.parts.results) print_errors(verdicts, o);
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
   rec.emit(result_event(verdicts));
-  rec.finish();
-  save_if(o.files.save_o, out.O);
-  save_if(o.files.save_lse, out.L);
+  rec.finish(files.files);
+  stage_npy(files.files, o.files.save_o, out.O);
+  stage_npy(files.files, o.files.save_lse, out.L);
+  files.files.commit();
 }
 
 }  // namespace
@@ -136,7 +137,7 @@ void setup_forward(CLI::App& app) {
 
 void run_forward(AttentionOptions& o) {
   require_device(o);
-  const LoadedArrays files = prepare_inputs(o);
+  LoadedArrays files = prepare_inputs(o);
   if (o.show_p >= o.n) throw Error(kUsage, ui::tr(Msg::err_show_p, o.show_p, o.n));
   dispatch_dtype(o, [&]<class T>() { run_forward_as<T>(o, files); });
 }

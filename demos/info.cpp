@@ -49,7 +49,8 @@ void run_info() {
             {"gpu", g.present ? g.name : ""},
             {"sms", g.sms},
             {"why", g.why}});
-  rec.finish();
+  RunFiles none;
+  rec.finish(none);
 }
 
 }  // namespace

@@ -26,8 +26,7 @@ const char* type_name(MemType t) {
 
 std::vector<index_t> parse_n_list(const std::string& text) {
   std::vector<index_t> ns;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
+  for (const std::string& item : split_commas(text)) {
     char* end = nullptr;
     errno = 0;
     const long long v = std::strtoll(item.c_str(), &end, 10);
@@ -125,7 +124,8 @@ void run_memory(const MemoryOptions& o) {
           type_name(o.dtype), o.causal ? ui::tr(Msg::memory_causal_suffix) : "");
   if (o.parts.results) print_formula_table(o, ns, M, rec);
   if (o.parts.extra) print_ledger(o, ns, M, rec);
-  rec.finish();
+  RunFiles none;
+  rec.finish(none);
 }
 
 void setup_memory(CLI::App& app) {

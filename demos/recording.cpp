@@ -4,39 +4,72 @@
 #include <fmt/core.h>
 
 #include <cstdio>
-#include <iostream>
 
 #include "common.hpp"
-#include "flashdemo/file_io.hpp"
 #include "ui/html_replay.hpp"
 #include "ui/output.hpp"
 
 namespace fd::demos {
-namespace {
 
-void write_atomically(const std::string& path, const std::string& text) {
+CLI::Option* add_file(CLI::App* sub, const std::string& name, std::string& path,
+                      const std::string& help) {
+  return sub->add_option(name, path, help)
+      ->check(CLI::Validator(
+          [](const std::string& s) {
+            return s.empty() ? ui::tr(ui::Msg::err_empty_file) : std::string();
+          },
+          "FILE", ""));
+}
+
+void add_trace_files(CLI::App* sub, TraceFiles& files) {
+  add_file(sub, "--trace-json", files.json_file, ui::tr(ui::Msg::opt_trace_json));
+  add_file(sub, "--html", files.html_file, ui::tr(ui::Msg::opt_html));
+}
+
+void RunFiles::input(const std::string& option, const std::string& path) {
+  if (!path.empty()) inputs_.push_back({option, path});
+}
+
+void RunFiles::output(const std::string& option, const std::string& path) {
+  outputs_.add(option, path);
+}
+
+void RunFiles::outputs(const TraceFiles& files) {
+  output("--trace-json", files.json_file);
+  output("--html", files.html_file);
+}
+
+void RunFiles::check() const {
   try {
-    write_file_atomically(path, text);
-  } catch (const FileError&) {
-    throw Error(kFile, ui::tr(ui::Msg::err_cannot_write, path));
+    outputs_.check(inputs_);
+  } catch (const FileClash& e) {
+    throw Error(kUsage, e.what());
+  } catch (const FileError& e) {
+    throw Error(kFile, e.what());
   }
 }
 
-}  // namespace
+void RunFiles::stage(const std::string& path, const std::string& bytes) {
+  if (path.empty()) return;
+  try {
+    outputs_.stage(path, bytes);
+  } catch (const FileError& e) {
+    throw Error(kFile, e.what());
+  }
+}
 
-void add_trace_files(CLI::App* sub, TraceFiles& files) {
-  sub->add_option("--trace-json", files.json_file, ui::tr(ui::Msg::opt_trace_json));
-  sub->add_option("--html", files.html_file, ui::tr(ui::Msg::opt_html));
+void RunFiles::commit() {
+  try {
+    outputs_.commit();
+  } catch (const FileError& e) {
+    throw Error(kFile, e.what());
+  }
 }
 
 Recording::Recording(const TraceFiles& files, std::string title)
     : files_(files), title_(std::move(title)) {
-  for (const std::string& path : {files.json_file, files.html_file}) {
-    if (!path.empty() && !can_write(path))
-      throw Error(kFile, ui::tr(ui::Msg::err_cannot_write, path));
-  }
   if (ui::settings().json)
-    tee_.add((stdout_json_ = std::make_unique<ui::JsonTrace>(std::cout)).get());
+    tee_.add((stdout_json_ = std::make_unique<ui::JsonTrace>(ui::out())).get());
   if (!files.json_file.empty())
     tee_.add((file_json_ = std::make_unique<ui::JsonTrace>(file_buffer_)).get());
   if (!files.html_file.empty())
@@ -50,16 +83,9 @@ void Recording::emit(const nlohmann::json& object) {
     if (j) j->emit(object);
 }
 
-void Recording::finish() {
-  std::cout.flush();
-  if (file_json_) write_atomically(files_.json_file, file_buffer_.str());
-  if (html_json_) {
-    try {
-      ui::write_html_replay(files_.html_file, title_, html_json_->written());
-    } catch (const std::runtime_error& e) {
-      throw Error(kFile, e.what());
-    }
-  }
+void Recording::finish(RunFiles& files) {
+  if (file_json_) files.stage(files_.json_file, file_buffer_.str());
+  if (html_json_) files.stage(files_.html_file, ui::html_replay(title_, html_json_->written()));
 }
 
 }  // namespace fd::demos

@@ -1,5 +1,7 @@
-// recording.hpp — where a run's events go besides the terminal: JSON Lines on stdout (--json),
-// a JSON Lines file (--trace-json FILE), an HTML page that replays them (--html FILE).
+// recording.hpp — where a run's results go besides the terminal: JSON Lines on stdout (--json),
+// a JSON Lines file (--trace-json FILE), an HTML page that replays them (--html FILE), and the
+// run's files as a whole (RunFiles): every input and output named before any work, the outputs
+// checked against the inputs and each other, written together at the end or not at all.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "flashdemo/file_io.hpp"
 #include "ui/json_trace.hpp"
 
 namespace fd::demos {
@@ -21,6 +24,28 @@ struct TraceFiles {
 // --trace-json FILE and --html FILE on a subcommand.
 void add_trace_files(CLI::App* sub, TraceFiles& files);
 
+// A file option that refuses an empty name ("--q needs a file name"), its value in `path`.
+CLI::Option* add_file(CLI::App* sub, const std::string& name, std::string& path,
+                      const std::string& help);
+
+// The files of one run. input()/output() name them; check() refuses, before any work, an output
+// that is an input or another output (exit 2) or that cannot be written (exit 4, with the
+// reason); stage() hands over an output's bytes; commit() puts every staged output in place. A
+// run that throws before commit() replaces no file and leaves no temporary.
+class RunFiles {
+ public:
+  void input(const std::string& option, const std::string& path);
+  void output(const std::string& option, const std::string& path);
+  void outputs(const TraceFiles& files);  // --trace-json, --html
+  void check() const;
+  void stage(const std::string& path, const std::string& bytes);  // path "": nothing to do
+  void commit();
+
+ private:
+  std::vector<NamedFile> inputs_;
+  OutputFiles outputs_;
+};
+
 class Recording {
  public:
   Recording(const TraceFiles& files, std::string title);
@@ -32,8 +57,8 @@ class Recording {
   TraceSink* sink() { return tee_.empty() ? nullptr : &tee_; }
   // A problem or result object, to every JSON destination.
   void emit(const nlohmann::json& object);
-  // Writes the trace file and the HTML page (each to a temporary name, then renamed).
-  void finish();
+  // Hands the trace file and the HTML page to the run's files (written when they commit).
+  void finish(RunFiles& files);
 
  private:
   TraceFiles files_;

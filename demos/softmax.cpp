@@ -22,9 +22,7 @@ using ui::Msg;
 
 std::vector<double> parse_values(const std::string& text) {
   std::vector<double> x;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  for (const std::string& item : split_commas(text)) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
     if (item.empty() || *end != '\0')
@@ -64,6 +62,12 @@ std::vector<T> input_values(const SoftmaxOptions& o) {
   return x;
 }
 
+// A value with `decimals` places, in scientific notation past 1e6 (ui::fixed).
+template <class T>
+std::string fx(T v, int decimals) {
+  return ui::fixed(double(v), decimals);
+}
+
 template <class T>
 std::vector<double> widen(const std::vector<T>& x) {
   return std::vector<double>(x.begin(), x.end());
@@ -78,15 +82,16 @@ void print_merge(const std::vector<T>& x, index_t block, const RowState<T>& whol
   const RowState<T> b = online_softmax_stats(std::vector<T>(half, x.end()), block);
   const RowState<T> ab = merge(a, b), ba = merge(b, a);
   const std::size_t h = x.size() / 2;
-  ui::say(Msg::softmax_merge_a, h, a.m, a.l);
-  ui::say(Msg::softmax_merge_b, h, x.size(), b.m, b.l);
-  ui::say(Msg::softmax_merge_ab, ab.m, ab.l);
-  ui::say(Msg::softmax_merge_check, whole.m, whole.l, ui::sci(std::abs(double(ab.m - whole.m))),
-          ui::sci(std::abs(double(ab.l - whole.l))), ui::sci(std::abs(double(ba.l - ab.l))));
+  ui::say(Msg::softmax_merge_a, h, fx(a.m, 3), fx(a.l, 4));
+  ui::say(Msg::softmax_merge_b, h, x.size(), fx(b.m, 3), fx(b.l, 4));
+  ui::say(Msg::softmax_merge_ab, fx(ab.m, 3), fx(ab.l, 4));
+  ui::say(Msg::softmax_merge_check, fx(whole.m, 3), fx(whole.l, 4),
+          ui::sci(std::abs(double(ab.m - whole.m))), ui::sci(std::abs(double(ab.l - whole.l))),
+          ui::sci(std::abs(double(ba.l - ab.l))));
 }
 
 template <class T>
-void run_softmax_as(const SoftmaxOptions& o) {
+void run_softmax_as(const SoftmaxOptions& o, RunFiles& files) {
   const std::vector<T> x = input_values<T>(o);
   Recording rec(o.files, "flashdemo softmax");
   rec.emit({{"event", "problem"},
@@ -115,9 +120,9 @@ void run_softmax_as(const SoftmaxOptions& o) {
     diff = std::max(diff, std::abs(double(online[i]) - double(exact[i])));
   if (o.parts.results) {
     ui::section(ui::tr(Msg::softmax_result));
-    ui::result(Msg::softmax_online, state.m, state.l);
+    ui::result(Msg::softmax_online, fx(state.m, 3), fx(state.l, 4));
     ui::result(Msg::softmax_diff, ui::sci(diff), dtype_name(o.dtype));
-    ui::result(Msg::softmax_lse, state.finalize(), logsumexp_direct(x));
+    ui::result(Msg::softmax_lse, fx(state.finalize(), 5), fx(logsumexp_direct(x), 5));
   }
   if (o.parts.extra) print_merge(x, o.block, state);
   rec.emit({{"event", "result"},
@@ -127,7 +132,8 @@ void run_softmax_as(const SoftmaxOptions& o) {
             {"L", ui::number(double(state.finalize()))},
             {"lse_direct", ui::number(double(logsumexp_direct(x)))},
             {"max_diff", ui::number(diff)}});
-  rec.finish();
+  rec.finish(files);
+  files.commit();
 }
 
 }  // namespace
@@ -143,7 +149,7 @@ void setup_softmax(CLI::App& app) {
                      ->excludes(n)
                      ->excludes(seed)
                      ->excludes(scale);
-  sub->add_option("--input", o->input, ui::tr(Msg::softmax_opt_input))
+  add_file(sub, "--input", o->input, ui::tr(Msg::softmax_opt_input))
       ->excludes(n)
       ->excludes(seed)
       ->excludes(scale)
@@ -155,7 +161,11 @@ void setup_softmax(CLI::App& app) {
 }
 
 void run_softmax(const SoftmaxOptions& o) {
-  o.dtype == DType::fp32 ? run_softmax_as<float>(o) : run_softmax_as<double>(o);
+  RunFiles files;
+  files.input("--input", o.input);
+  files.outputs(o.files);
+  files.check();
+  o.dtype == DType::fp32 ? run_softmax_as<float>(o, files) : run_softmax_as<double>(o, files);
 }
 
 }  // namespace fd::demos

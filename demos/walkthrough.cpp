@@ -165,19 +165,19 @@ const char* section_name(Section s) {
 }
 
 void show(const Step& step, std::size_t k, std::size_t total, bool clear) {
-  if (clear) fmt::print("\033[2J\033[H");
+  if (clear) ui::out() << "\033[2J\033[H";
   const std::string title = ui::tr(Msg::walk_step, k + 1, total, section_name(step.section));
   ui::say_raw("\n" + ui::paint(fmt::format("{:─<98}", title), ui::Paint::heading) + "\n");
   ui::say(step.narration);
   ui::say_raw("\n  " + ui::paint("$ " + step.command, ui::Paint::emphasis) + "\n");
   step.run();
-  std::fflush(stdout);
+  ui::out().flush();
 }
 
 // 'n' next, 'b' back, 'q' quit; end of input quits.
 char ask() {
-  fmt::print("{}", ui::text(Msg::walk_prompt));
-  std::fflush(stdout);
+  ui::out() << ui::text(Msg::walk_prompt);
+  ui::out().flush();
   std::string line;
   if (!std::getline(std::cin, line)) return 'q';
   return line.empty() ? 'n' : char(std::tolower(static_cast<unsigned char>(line[0])));
@@ -187,6 +187,7 @@ void run_walkthrough(const WalkOptions& o) {
   const std::vector<Step> steps = all_steps();
   const bool pause = !o.no_pause && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 &&
                      !ui::settings().json;
+  ui::set_live(pause);  // a person reads it as it comes: no holding back
   std::size_t k = 0;
   while (o.section && k < steps.size() && steps[k].section != *o.section) ++k;
   while (k < steps.size()) {

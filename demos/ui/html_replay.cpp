@@ -85,9 +85,4 @@ std::string html_replay(const std::string& title, const std::vector<nlohmann::js
   return out;
 }
 
-void write_html_replay(const std::string& path, const std::string& title,
-                       const std::vector<nlohmann::json>& events) {
-  write_file_atomically(path, html_replay(title, events));  // throws FileError
-}
-
 }  // namespace fd::ui

@@ -17,9 +17,4 @@ extern const char kReplayTemplate[];
 // close the script) and the title, HTML-escaped. Pure: no files.
 std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events);
 
-// Writes html_replay(title, events) to path through a temporary file renamed into place.
-// Throws std::runtime_error("<path>: cannot write: <reason>") when it cannot.
-void write_html_replay(const std::string& path, const std::string& title,
-                       const std::vector<nlohmann::json>& events);
-
 }  // namespace fd::ui

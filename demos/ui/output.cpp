@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <sstream>
 
 namespace fd::ui {
 
@@ -46,12 +49,57 @@ std::string paint(const std::string& text, Paint style) {
   return text;
 }
 
+namespace {
+
+std::ostringstream& held() {
+  static std::ostringstream buffer;
+  return buffer;
+}
+
+bool& live() {
+  static bool on = false;
+  return on;
+}
+
+}  // namespace
+
+std::ostream& out() {
+  if (live()) return std::cout;
+  return held();
+}
+
+void set_live(bool on) {
+  live() = on;
+}
+
+void reset_stdout() {
+  held().str(""), held().clear();
+  live() = false;
+  std::cout.clear();
+}
+
+std::string flush_stdout() {
+  std::cout.flush();
+  if (!std::cout) return errno == EPIPE ? "closed pipe" : std::strerror(errno ? errno : EIO);
+  const std::string text = held().str();
+  held().str("");
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(STDOUT_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE) return "closed pipe";
+    if (n <= 0) return std::strerror(n < 0 ? errno : ENOSPC);
+    done += std::size_t(n);
+  }
+  return "";
+}
+
 void say_raw(const std::string& line) {
-  if (!settings().quiet && !settings().json) fmt::print("{}", line);
+  if (!settings().quiet && !settings().json) out() << line;
 }
 
 void result_raw(const std::string& line) {
-  if (!settings().json) fmt::print("{}", line);
+  if (!settings().json) out() << line;
 }
 
 }  // namespace fd::ui

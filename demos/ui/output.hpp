@@ -2,6 +2,10 @@
 //
 //   say(...)     narration and traces: hidden by --quiet and by --json
 //   result(...)  the numbers a run exists for: hidden only by --json (which prints JSON Lines)
+//   out()        where both go: held in memory until the run has ended well, then written by
+//                flush_stdout() (a failing run prints nothing but its error line, and an output
+//                file that cannot be written leaves no report behind); live for the walkthrough,
+//                which talks to a person
 //   paint(...)   colour through fmt, on only when stdout is a terminal, NO_COLOR is unset or
 //                empty, TERM is not "dumb", and --color is not "never" (--color always forces it)
 #pragma once
@@ -9,6 +13,7 @@
 #include <fmt/color.h>
 #include <fmt/format.h>
 
+#include <ostream>
 #include <string>
 
 #include "ui/i18n.hpp"
@@ -31,9 +36,18 @@ bool color_wanted(ColorMode mode);
 enum class Paint { current, dim, changed, good, bad, heading, emphasis };
 std::string paint(const std::string& text, Paint style);
 
+// Standard output: the held buffer, or std::cout once set_live(true).
+std::ostream& out();
+void set_live(bool live);
+// Starts a run with an empty buffer (and not live).
+void reset_stdout();
+// Writes what the buffer holds to standard output; the reason it could not ("" when it could,
+// "closed pipe" when the reader has gone, which ends quietly).
+std::string flush_stdout();
+
 template <class... A>
 void say(Msg m, A&&... args) {
-  if (!settings().quiet && !settings().json) fmt::print("{}", tr(m, std::forward<A>(args)...));
+  if (!settings().quiet && !settings().json) out() << tr(m, std::forward<A>(args)...);
 }
 
 // Pre-formatted narration (a table row built from pieces).
@@ -41,7 +55,7 @@ void say_raw(const std::string& line);
 
 template <class... A>
 void result(Msg m, A&&... args) {
-  if (!settings().json) fmt::print("{}", tr(m, std::forward<A>(args)...));
+  if (!settings().json) out() << tr(m, std::forward<A>(args)...);
 }
 void result_raw(const std::string& line);
 

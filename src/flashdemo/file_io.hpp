@@ -1,9 +1,18 @@
-// file_io.hpp — the one way flashdemo writes a file: to PATH.tmp, then renamed into place, so a
-// failed or interrupted write never leaves a half-written PATH behind.
+// file_io.hpp — how flashdemo reads and writes files, so that no file is lost, replaced by
+// mistake or left half-written, whatever the input:
+//   InputFile        a file, or a stream (a pipe, a FIFO, /dev/stdin), read to its end
+//   OutputFiles      every output of a run, named before any work: each one checked against every
+//                    input and every other output (the same file by device and inode, hard links
+//                    and symbolic links included; by path when it does not exist yet), and its
+//                    target a regular file or a new name in a writable directory. The contents go
+//                    to unique temporaries beside their targets (mkstemp: nothing else's name is
+//                    ever touched), renamed into place only when every one was written in full;
+//                    a run that fails before commit() replaces none and leaves no temporary.
 #pragma once
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace fd {
 
@@ -12,10 +21,65 @@ struct FileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Writes `bytes` to `path` atomically; throws FileError ("PATH: cannot write: reason").
-void write_file_atomically(const std::string& path, const std::string& bytes);
+// An output that collides with an input or with another output (a usage mistake, not a file
+// system's refusal).
+struct FileClash : FileError {
+  using FileError::FileError;
+};
 
-// Whether `path` could be written now (probed through PATH.tmp, which is removed again).
-bool can_write(const std::string& path);
+// A file opened for reading, read in pieces to its end: pipes, FIFOs and /dev/stdin too, whose
+// size is known only once they end. Throws FileError ("PATH: cannot open: reason", "PATH: is a
+// directory, not a file").
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  ~InputFile();
+  // Reads up to n bytes into buf: fewer only at the end of the file.
+  std::size_t read(char* buf, std::size_t n);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// One named file of the command line: the option it came from and the path given.
+struct NamedFile {
+  std::string option;  // "--save-o", "--q", ...
+  std::string path;
+};
+
+class OutputFiles {
+ public:
+  OutputFiles() = default;
+  OutputFiles(OutputFiles&&) = default;
+  OutputFiles& operator=(OutputFiles&&) = default;
+  OutputFiles(const OutputFiles&) = delete;
+  OutputFiles& operator=(const OutputFiles&) = delete;
+  ~OutputFiles();  // removes every temporary not committed
+
+  // Adds an output (an empty path: none). Call check() once all are added.
+  void add(const std::string& option, const std::string& path);
+  // Before any work: no output is an input or another output (FileClash), and each can be
+  // written (FileError naming the reason). Touches no file.
+  void check(const std::vector<NamedFile>& inputs) const;
+  bool has(const std::string& path) const;
+  // Writes `bytes` for the output `path` to a fresh temporary beside it, every write checked.
+  void stage(const std::string& path, const std::string& bytes);
+  // Renames every staged temporary into place; outputs never staged are left alone.
+  void commit();
+
+ private:
+  struct Output {
+    NamedFile file;
+    std::string target;  // the path renamed onto: symbolic links resolved
+    std::string temporary;
+  };
+  std::vector<Output> outputs_;
+};
+
+// Writes one file the same way (a run with a single output): stage, then commit.
+void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace fd

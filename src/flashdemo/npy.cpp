@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 namespace fd {
@@ -33,9 +32,11 @@ double half_to_double(std::uint16_t h) {
   throw NpyError(path + ": " + what);
 }
 
-// The value of 'key' in the header dict, up to the next top-level ',' or '}'.
+// The value of 'key' (or "key": NumPy reads either quote) in the header dict, up to the next
+// top-level ',' or '}'.
 std::string dict_value(const std::string& header, const std::string& key, const std::string& path) {
-  const std::size_t k = header.find("'" + key + "'");
+  std::size_t k = header.find("'" + key + "'");
+  if (k == std::string::npos) k = header.find("\"" + key + "\"");
   if (k == std::string::npos) fail(path, "header has no '" + key + "' entry");
   std::size_t v = header.find(':', k);
   if (v == std::string::npos) fail(path, "malformed header near '" + key + "'");
@@ -50,6 +51,8 @@ std::string dict_value(const std::string& header, const std::string& key, const 
   while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
   std::string value = header.substr(v, end - v);
   while (!value.empty() && value.back() == ' ') value.pop_back();
+  for (char& c : value)
+    if (c == '"') c = '\'';  // "<f8" and '<f8' are the same string to NumPy
   return value;
 }
 
@@ -59,9 +62,15 @@ std::vector<index_t> parse_shape(const std::string& text, const std::string& pat
     fail(path, "shape " + text + " is not a tuple of sizes");
   std::string inner = text.substr(1, text.size() - 2);
   std::stringstream ss(inner);
-  for (std::string item; std::getline(ss, item, ',');) {
+  std::vector<std::string> items;
+  for (std::string item; std::getline(ss, item, ',');) items.push_back(item);
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    std::string item = items[k];
     const auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
-    if (b == std::string::npos) continue;  // the empty item after a trailing comma
+    if (b == std::string::npos) {  // only the item after a trailing comma may be empty: (10,)
+      if (k + 1 < items.size() || k == 0) fail(path, "shape " + text + " is not a tuple of sizes");
+      continue;
+    }
     item = item.substr(b, e - b + 1);
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
@@ -98,31 +107,33 @@ Header parse_header(const std::string& header, const std::string& path) {
   return h;
 }
 
-std::string read_header(std::ifstream& in, const std::string& path) {
-  char magic[6];
-  if (!in.read(magic, 6) || std::memcmp(magic, kMagic, 6) != 0)
-    fail(path, "not a .npy file (bad magic bytes)");
-  unsigned char version[2];
-  if (!in.read(reinterpret_cast<char*>(version), 2)) fail(path, "truncated header");
-  if (version[0] < 1 || version[0] > 3)
-    fail(path, "unsupported .npy version " + std::to_string(version[0]) + "." +
-                   std::to_string(version[1]));
-  unsigned char len_bytes[4] = {0, 0, 0, 0};
-  const int len_size = version[0] == 1 ? 2 : 4;
-  if (!in.read(reinterpret_cast<char*>(len_bytes), len_size)) fail(path, "truncated header");
-  std::uint32_t len = 0;
-  for (int k = len_size - 1; k >= 0; --k) len = (len << 8) | len_bytes[k];
-  if (len > (1u << 20)) fail(path, "header length " + std::to_string(len) + " is implausible");
-  std::string header(len, '\0');
-  if (!in.read(header.data(), len)) fail(path, "truncated header");
-  return header;
+// Exactly n bytes of the file, or the error naming what was cut short.
+std::string read_exact(InputFile& in, std::size_t n, const std::string& path, const char* what) {
+  std::string bytes(n, '\0');
+  if (in.read(bytes.data(), n) != n) fail(path, std::string("truncated ") + what);
+  return bytes;
 }
 
-}  // namespace
+std::string read_header(InputFile& in, const std::string& path) {
+  char magic[6];
+  if (in.read(magic, 6) != 6 || std::memcmp(magic, kMagic, 6) != 0)
+    fail(path, "not a .npy file (bad magic bytes)");
+  const std::string version = read_exact(in, 2, path, "header");
+  const int major = static_cast<unsigned char>(version[0]);
+  if (major < 1 || major > 3)
+    fail(path, "unsupported .npy version " + std::to_string(major) + "." +
+                   std::to_string(static_cast<unsigned char>(version[1])));
+  const std::string len_bytes = read_exact(in, major == 1 ? 2 : 4, path, "header");
+  std::uint32_t len = 0;
+  for (std::size_t k = len_bytes.size(); k-- > 0;)
+    len = (len << 8) | static_cast<unsigned char>(len_bytes[k]);
+  if (len > (1u << 20)) fail(path, "header length " + std::to_string(len) + " is implausible");
+  return read_exact(in, len, path, "header");
+}
 
-NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+// The reading itself (read_npy turns a FileError into an NpyError).
+NpyArray read_npy_from(const std::string& path) {
+  InputFile in(path);  // a file, a pipe or a FIFO: read as far as the header says, never sought
   const Header h = parse_header(read_header(in, path), path);
   index_t count = 1;
   for (index_t s : h.shape) {
@@ -130,17 +141,13 @@ NpyArray read_npy(const std::string& path) {
     count *= s;
   }
   const index_t width = h.type == NpyType::f8 ? 8 : h.type == NpyType::f4 ? 4 : 2;
-  const std::streampos data_start = in.tellg();
-  in.seekg(0, std::ios::end);
-  const index_t available = index_t(in.tellg() - data_start);
-  if (available < count * width)
-    fail(path, "truncated data: the header promises " + std::to_string(count) + " elements (" +
-                   std::to_string(count * width) + " bytes), the file holds " +
-                   std::to_string(available) + " bytes");
-  in.seekg(data_start);
   NpyArray a{h.type, h.shape, std::vector<double>(std::size_t(count))};
   std::vector<char> raw(std::size_t(count * width));
-  in.read(raw.data(), std::streamsize(raw.size()));
+  const std::size_t got = in.read(raw.data(), raw.size());
+  if (got < raw.size())
+    fail(path, "truncated data: the header promises " + std::to_string(count) + " elements (" +
+                   std::to_string(count * width) + " bytes), the file holds " +
+                   std::to_string(got) + " bytes");
   for (index_t k = 0; k < count; ++k) {  // little-endian on every host flashdemo builds for
     if (h.type == NpyType::f8) {
       std::memcpy(&a.data[std::size_t(k)], raw.data() + k * 8, 8);
@@ -155,6 +162,18 @@ NpyArray read_npy(const std::string& path) {
     }
   }
   return a;
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+  try {
+    return read_npy_from(path);
+  } catch (const NpyError&) {
+    throw;
+  } catch (const FileError& e) {  // cannot open, cannot read: the same one line
+    throw NpyError(e.what());
+  }
 }
 
 void require_finite(const NpyArray& a, const std::string& path) {
@@ -173,7 +192,7 @@ void require_finite(const NpyArray& a, const std::string& path) {
 }
 
 template <class T>
-void write_npy(const std::string& path, const T* data, index_t rows, index_t cols) {
+std::string npy_bytes(const T* data, index_t rows, index_t cols) {
   const char* descr = std::is_same_v<T, float> ? "<f4" : "<f8";
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
                      std::to_string(rows) + (cols ? ", " + std::to_string(cols) + ")" : ",)") +
@@ -195,8 +214,13 @@ void write_npy(const std::string& path, const T* data, index_t rows, index_t col
   bytes += dict;
   bytes.append(reinterpret_cast<const char*>(data),
                sizeof(T) * std::size_t(rows * (cols ? cols : 1)));
+  return bytes;
+}
+
+template <class T>
+void write_npy(const std::string& path, const T* data, index_t rows, index_t cols) {
   try {
-    write_file_atomically(path, bytes);
+    write_file_atomically(path, npy_bytes(data, rows, cols));
   } catch (const FileError& e) {
     throw NpyError(e.what());
   }
@@ -212,6 +236,8 @@ Mat<T> to_matrix(const NpyArray& a) {
 
 template void write_npy(const std::string&, const float*, index_t, index_t);
 template void write_npy(const std::string&, const double*, index_t, index_t);
+template std::string npy_bytes(const float*, index_t, index_t);
+template std::string npy_bytes(const double*, index_t, index_t);
 template Mat<float> to_matrix(const NpyArray&);
 template Mat<double> to_matrix(const NpyArray&);
 

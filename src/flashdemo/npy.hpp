@@ -7,8 +7,9 @@
 // Read: little-endian float16 ('<f2', what np.save writes for an fp16 tensor), float32 ('<f4')
 // and float64 ('<f8'), C order, 0-, 1- or 2-dimensional. (NumPy has no bf16: bf16 tensors arrive
 // as float32, and `check --precision bf16` grades them as bf16.)
-// Anything else is refused by name. Write: '<f4' or '<f8', version 1.0, via a temporary file
-// renamed into place, so a failed write never leaves a half-written file.
+// Anything else is refused by name. A file is read as far as its header says, never sought, so a
+// pipe or FIFO reads as a file does. Write: '<f4' or '<f8', version 1.0 (file_io.hpp: through a
+// temporary renamed into place, so a failed write never leaves a half-written file).
 #pragma once
 
 #include <stdexcept>
@@ -16,12 +17,14 @@
 #include <vector>
 
 #include "flashdemo/attention.hpp"
+#include "flashdemo/file_io.hpp"
 
 namespace fd {
 
-// A malformed or unsupported file; what() names the file and the problem in one line.
-struct NpyError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A malformed or unsupported file, or one that cannot be read; what() names the file and the
+// problem in one line.
+struct NpyError : FileError {
+  using FileError::FileError;
 };
 
 enum class NpyType { f2, f4, f8 };
@@ -39,7 +42,20 @@ NpyArray read_npy(const std::string& path);
 // Non-finite entries are refused: "x.npy: element (3, 1) is nan".
 void require_finite(const NpyArray& a, const std::string& path);
 
-// Writes rows x cols (cols = 0: a vector of `rows` elements) as '<f4' when T is float, else '<f8'.
+// The bytes of a .npy file holding rows x cols (cols = 0: a vector of `rows` elements), '<f4'
+// when T is float, else '<f8' (for OutputFiles to stage with the run's other outputs).
+template <class T>
+std::string npy_bytes(const T* data, index_t rows, index_t cols);
+template <class T>
+std::string npy_bytes(const Mat<T>& m) {
+  return npy_bytes(m.data(), m.rows(), m.cols());
+}
+template <class T>
+std::string npy_bytes(const Vec<T>& v) {
+  return npy_bytes(v.data(), v.rows(), index_t(0));
+}
+
+// Writes such a file on its own, through a temporary renamed into place.
 template <class T>
 void write_npy(const std::string& path, const T* data, index_t rows, index_t cols);
 
