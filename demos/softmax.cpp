@@ -146,6 +146,11 @@ void setup_softmax(CLI::App& app) {
   auto* seed = add_seed(sub, o->seed);
   auto* scale = add_finite(sub, "--scale", o->scale, ui::tr(Msg::softmax_opt_scale));
   auto* values = sub->add_option("--values", o->values, ui::tr(Msg::softmax_opt_values))
+                     ->check(CLI::Validator(
+                         [](const std::string& s) {
+                           return s.empty() ? ui::tr(Msg::softmax_err_empty) : std::string();
+                         },
+                         "LIST", ""))
                      ->excludes(n)
                      ->excludes(seed)
                      ->excludes(scale);

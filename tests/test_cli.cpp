@@ -4,12 +4,15 @@
 #include <initializer_list>
 
 #include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -252,6 +255,15 @@ TEST_CASE("bad input: one line on stderr naming the problem, non-zero exit, no s
       {"memory --batch -1", "--batch", 2},
       {"teleport", "teleport", 2},
       {"", "subcommand", 2},
+      // Messages that name the real problem.
+      {"forward --n 5 --n 6", "--n is given more than once", 2},
+      {"softmax --values= --quiet", "--values= has an empty value", 2},
+      {"forward --n 9223372036854775808", "must be at most 2147483648, got 9223372036854775808", 2},
+      {"info --n 5", "unexpected argument: --n 5", 2},
+      {"softmax --values=1,2,", "--values", 2},
+      {"softmax --values=,1,2", "--values", 2},
+      {"memory --n 1024,", "--n", 2},
+      {"memory --n ,1024", "--n", 2},
   };
   for (const Bad& b : cases) {
     const Run r = run(b.args);
@@ -694,4 +706,208 @@ TEST_CASE("--help and --version exit 0") {
   const Run v = run("--version");
   CHECK(v.code == 0);
   CHECK(has(v.out, "flashdemo "));
+}
+
+// ---- Files are never lost: every case runs in a scratch directory whose files are compared,
+// byte for byte, before and after (tests/test_cli.cpp, issue "Reliability").
+
+namespace {
+
+std::string exe() {
+  return std::string("'") + FLASHDEMO_EXE + "'";
+}
+
+// Runs a bash script in `dir` (FD stands for the flashdemo binary), stdout and stderr apart.
+Run in_dir(const std::string& dir, const std::string& script) {
+  const std::string body = "cd '" + dir + "' && export FD=" + exe() + " && " + script;
+  std::ofstream("cli_script.sh") << body << "\n";
+  const std::string cmd =
+      "LC_ALL=C LANG=C bash cli_script.sh >cli_test_stdout.txt 2>cli_test_stderr.txt";
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp("cli_test_stdout.txt");
+  r.err = slurp("cli_test_stderr.txt");
+  return r;
+}
+
+// Every regular file under dir (hidden ones too), path -> bytes.
+std::map<std::string, std::string> files_in(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (std::filesystem::is_regular_file(std::filesystem::symlink_status(e.path())))
+      out[e.path().string()] = slurp(e.path().string());
+  return out;
+}
+
+// A fresh scratch directory with inputs, unrelated files whose names a careless writer would
+// touch, a directory, a hard link and a symbolic link to an input.
+std::string scratch() {
+  const std::string dir = "safety";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/d1");
+  std::filesystem::create_directories(dir + "/dir.npy");
+  fd::TorchGenerator gen(8);
+  for (const char* name : {"q", "k", "v", "do"})
+    fd::write_npy(dir + "/" + name + ".npy", gen.randn_matrix<double>(10, 4));
+  fd::write_npy(dir + "/v1.npy", gen.randn_matrix<double>(6, 1).col(0).eval());
+  std::filesystem::copy_file(dir + "/q.npy", dir + "/in.npy.tmp");
+  std::ofstream(dir + "/o.npy.tmp") << "not mine";
+  std::ofstream(dir + "/o.npy") << "an earlier O";
+  std::ofstream(dir + "/d1/.tmp") << "keep";
+  std::filesystem::create_hard_link(dir + "/q.npy", dir + "/hard.npy");
+  std::filesystem::create_symlink("q.npy", dir + "/link.npy");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("files are never lost or overwritten: failed runs change nothing, one line, no stdout") {
+  const std::string dir = scratch();
+  const std::string qkv = "--q q.npy --k k.npy --v v.npy";
+  struct Bad {
+    std::string script, names;
+    int code;
+  };
+  const Bad cases[] = {
+      {"$FD forward " + qkv + " --html q.npy", "--html q.npy is the input --q q.npy", 2},
+      {"$FD forward " + qkv + " --trace-json k.npy", "--trace-json k.npy is the input --k", 2},
+      {"$FD softmax --input v1.npy --html v1.npy", "--html v1.npy is the input --input", 2},
+      {"$FD forward --save-o same.npy --save-lse same.npy", "is also the output --save-o", 2},
+      {"$FD backward " + qkv + " --do do.npy --save-dq g.npy --save-dk g.npy", "is also the output",
+       2},
+      {"$FD forward --html x --save-o x", "is also the output", 2},
+      {"$FD forward " + qkv + " --save-o hard.npy", "--save-o hard.npy is the input --q q.npy", 2},
+      {"$FD forward " + qkv + " --save-o link.npy", "--save-o link.npy is the input --q q.npy", 2},
+      {"$FD forward " + qkv + " --save-o ./q.npy", "is the input --q q.npy", 2},
+      {"$FD forward --save-o o.npy --save-lse dir.npy", "--save-lse dir.npy: is a directory", 4},
+      {"$FD forward --save-o d1/", "d1/: is a directory", 4},
+      {"$FD forward --save-o /dev/stdout", "--save-o /dev/stdout: is a system file", 4},
+      {"$FD forward --save-o /dev/null", "--save-o /dev/null: is a system file", 4},
+      {"$FD forward --save-o missing-dir/o.npy", "cannot write there: No such file", 4},
+      {"$FD forward --q '' --k k.npy --v v.npy", "--q: needs a file name", 2},
+      {"$FD backward " + qkv + " --do ''", "--do: needs a file name", 2},
+      {"$FD forward --save-o ''", "--save-o: needs a file name", 2},
+      {"$FD softmax --values ''", "--values", 2},
+      {"$FD forward --q . --k k.npy --v v.npy", ".: is a directory, not a file", 4},
+      {"(ulimit -f 1; $FD forward --n 300 --save-o fs.npy)", "fs.npy: cannot write: File too large",
+       4},
+      {"$FD forward > /dev/full", "cannot write to standard output: No space left on device", 4},
+      {"$FD forward --json > /dev/full", "cannot write to standard output", 4},
+      {"$FD forward --trace rows --n 300 > /dev/full", "cannot write to standard output", 4},
+      {"$FD forward >&-", "cannot write to standard output: Bad file descriptor", 4},
+  };
+  for (const Bad& b : cases) {
+    const auto before = files_in(dir);
+    const Run r = in_dir(dir, b.script);
+    INFO("script: " << b.script << " | stderr: " << r.err);
+    CHECK(r.code == b.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+    CHECK(files_in(dir) == before);  // byte for byte, no temporary left
+  }
+}
+
+TEST_CASE("outputs that succeed replace only their own files; inputs from pipes and FIFOs") {
+  const std::string dir = scratch();
+  if (geteuid() == 0) {  // as root a device node could be replaced by a file: it is refused
+    const Run full = in_dir(dir,
+                            "cp -a /dev/full full && $FD forward --save-o full; c=$?; "
+                            "test -c full && rm full && exit $c");
+    CHECK(full.code == 4);
+    CHECK(has(full.err, "--save-o full: is not a regular file"));
+  }
+  const auto before = files_in(dir);
+  const Run r = in_dir(dir,
+                       "$FD forward --save-o o.npy --trace none && "
+                       "$FD forward --q in.npy.tmp --k k.npy --v v.npy --save-o in.npy --quiet");
+  REQUIRE(r.code == 0);
+  auto after = files_in(dir);
+  CHECK(after[dir + "/o.npy.tmp"] == before.at(dir + "/o.npy.tmp"));
+  CHECK(after[dir + "/in.npy.tmp"] == before.at(dir + "/in.npy.tmp"));
+  CHECK(after[dir + "/o.npy"] != before.at(dir + "/o.npy"));
+  CHECK(after.count(dir + "/in.npy") == 1);
+  CHECK(after.size() == before.size() + 1);  // in.npy, and no temporary
+  const Run pipe = in_dir(dir, "$FD forward --q <(cat q.npy) --k k.npy --v v.npy --quiet");
+  CHECK(pipe.code == 0);
+  CHECK(has(pipe.out, "max |O - O_ref|"));
+  const Run fifo = in_dir(dir,
+                          "rm -f f.fifo && mkfifo f.fifo && (cat q.npy > f.fifo &) && "
+                          "$FD forward --q f.fifo --k k.npy --v v.npy --quiet; rm -f f.fifo");
+  CHECK(fifo.code == 0);
+  const Run to_fifo = in_dir(dir,
+                             "rm -f o.fifo && mkfifo o.fifo && $FD forward --save-o o.fifo; "
+                             "c=$?; rm -f o.fifo; exit $c");
+  CHECK(to_fifo.code == 4);
+  CHECK(has(to_fifo.err, "is not a regular file"));
+  // A reader that goes away ends the run quietly, SIGPIPE ignored or not.
+  const Run closed = in_dir(dir, "trap '' PIPE; $FD forward --trace rows --n 300 | head -1");
+  CHECK(closed.code == 0);
+  CHECK(closed.err.empty());
+}
+
+TEST_CASE("parallel runs writing one path: every one succeeds, the file is whole, no temporary") {
+  const std::string dir = scratch();
+  const Run r = in_dir(dir,
+                       "for k in $(seq 12); do ($FD forward --save-o par.npy --quiet "
+                       "> /dev/null || echo failed) & done; wait");
+  CHECK(r.code == 0);
+  CHECK(r.out.empty());
+  CHECK(r.err.empty());
+  const fd::NpyArray a = fd::read_npy(dir + "/par.npy");
+  CHECK(a.shape == std::vector<fd::index_t>{100, 32});
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    CHECK_FALSE(e.path().filename().string().rfind(".par.npy", 0) == 0);
+}
+
+// A disk that fills during the write: a 16 KB tmpfs in a private mount namespace, where the
+// system lets one be made (unshare -rm); elsewhere this case is skipped.
+TEST_CASE("a full disk: one line, the earlier output intact, no temporary") {
+  if (std::system("unshare -rm true 2>/dev/null") != 0) {
+    MESSAGE("unshare -rm is not permitted here: the full-disk case is skipped");
+    return;
+  }
+  const std::string script =
+      "mkdir -p small && unshare -rm bash -c 'mount -t tmpfs -o size=16k tmpfs small && "
+      "echo earlier > small/o.npy && $FD forward --n 300 --save-o small/o.npy; c=$?; "
+      "ls -a small; cat small/o.npy; exit $c'";
+  const Run r = in_dir(scratch(), script);
+  CHECK(r.code == 4);
+  CHECK(has(r.err, "small/o.npy: cannot write: No space left on device"));
+  CHECK(lines(r.err).size() == 1);
+  CHECK(r.out == ".\n..\no.npy\nearlier\n");  // no report, no temporary, the old file as it was
+}
+
+TEST_CASE(
+    "no runaway and no crash at the edges: tiles past the problem, empty arrays, huge values") {
+  write_inputs(10, 10, 3);
+  for (const char* args : {"forward --n 5 --block-k 2147483648 --trace none",
+                           "forward --n 100 --block-q 1 --block-k 100000000 --trace none",
+                           "backward --n 5 --block-k 2147483648 --trace none"}) {
+    const Run r = run(std::string("--quiet ") + args);  // capped at n and m: instant
+    INFO(args);
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "max |"));
+  }
+  fd::write_npy("in_empty.npy", fd::Mat<double>(0, 4));
+  {  // (10, 0): write_npy would take cols = 0 for a vector
+    std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (10, 0), }";
+    dict.append(64 - (10 + dict.size() + 1) % 64, ' ');
+    dict += '\n';
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes += char(dict.size() & 0xff), bytes += char(dict.size() >> 8), bytes += dict;
+    std::ofstream("in_d0.npy", std::ios::binary) << bytes;
+  }
+  for (const std::string q : {"in_empty.npy", "in_d0.npy"}) {
+    const Run r = run("check --q " + q + " --k " + q + " --v " + q + " --o in_q.npy");
+    INFO(q << " " << r.err);
+    CHECK(r.code == 4);
+    CHECK(has(r.err, "every dimension must be at least 1"));
+    CHECK(r.out.empty());
+  }
+  const Run huge = run("softmax --values=1e300,1.5e300 --dtype fp64");
+  CHECK(huge.code == 0);
+  CHECK(has(huge.out, "m = 1.500e+300"));
+  for (const auto& line : lines(huge.out)) CHECK(columns(line) <= 100);
 }

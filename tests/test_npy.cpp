@@ -104,6 +104,9 @@ TEST_CASE("malformed and unsupported files give one clear message naming the pro
       // found by tests/fuzz/fuzz_npy.cpp: a shape that is no tuple once threw std::out_of_range
       {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': ,, 64)( }", 48), "shape"},
       {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': 3, }", 24), "not a tuple"},
+      // NumPy refuses these two: an empty size between commas, a lone comma
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,,3), }", 48), "not a tuple"},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (,), }", 0), "not a tuple"},
   };
   for (const Case& c : cases) {
     write_bytes(p, c.bytes);
@@ -114,6 +117,18 @@ TEST_CASE("malformed and unsupported files give one clear message naming the pro
     CHECK(e.find('\n') == std::string::npos);
   }
   CHECK(error_of(temp_path("does_not_exist.npy")).find("cannot open") != std::string::npos);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("a header NumPy reads is read: double-quoted keys and dtype; (n,) vectors") {
+  const std::string p = temp_path("quotes.npy");
+  write_bytes(p,
+              npy_bytes("{\"descr\": \"<f8\", \"fortran_order\": False, \"shape\": (2, 3), }", 48));
+  const NpyArray a = read_npy(p);
+  CHECK(a.type == NpyType::f8);
+  CHECK(a.shape == std::vector<index_t>{2, 3});
+  write_bytes(p, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", 48));
+  CHECK(read_npy(p).shape == std::vector<index_t>{6});
   std::remove(p.c_str());
 }
 

@@ -61,6 +61,11 @@ bool& live() {
   return on;
 }
 
+int& stdout_fd() {
+  static int fd = STDOUT_FILENO;
+  return fd;
+}
+
 }  // namespace
 
 std::ostream& out() {
@@ -85,13 +90,17 @@ std::string flush_stdout() {
   held().str("");
   std::size_t done = 0;
   while (done < text.size()) {
-    const ssize_t n = ::write(STDOUT_FILENO, text.data() + done, text.size() - done);
+    const ssize_t n = ::write(stdout_fd(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EPIPE) return "closed pipe";
     if (n <= 0) return std::strerror(n < 0 ? errno : ENOSPC);
     done += std::size_t(n);
   }
   return "";
+}
+
+void set_stdout_fd(int fd) {
+  stdout_fd() = fd;
 }
 
 void say_raw(const std::string& line) {

@@ -44,6 +44,8 @@ void reset_stdout();
 // Writes what the buffer holds to standard output; the reason it could not ("" when it could,
 // "closed pipe" when the reader has gone, which ends quietly).
 std::string flush_stdout();
+// The file descriptor flush_stdout writes to (1; the command-line fuzzer captures it elsewhere).
+void set_stdout_fd(int fd);
 
 template <class... A>
 void say(Msg m, A&&... args) {

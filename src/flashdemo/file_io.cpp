@@ -59,6 +59,12 @@ Identity identify(const std::string& path) {
 // Why `path` cannot be an output, or nothing: the target a regular file (or absent), its
 // directory there and writable. Touches nothing.
 std::optional<std::string> unwritable(const std::string& path) {
+  const std::string real = real_path(path).value_or(path);
+  for (const char* system : {"/dev/", "/proc/", "/sys/"})
+    if (path.rfind(system, 0) == 0 || real.rfind(system, 0) == 0)
+      return std::string("is a system file (") + system +
+             "...): flashdemo writes its outputs to "
+             "regular files of your own only";
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return "is a directory";

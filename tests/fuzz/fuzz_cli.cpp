@@ -4,15 +4,24 @@
 // promises of README's "Exit codes":
 //   - the exit code is a documented one, and not 70 (an internal error is a bug);
 //   - a failing run prints exactly one line on stderr, "flashdemo: error: ..." (or its Chinese
-//     prefix), and nothing on stdout.
-// Skipped inputs, so that a run stays quick and inside the working directory: an argument with
-// a '/' (no files written or read elsewhere: the fuzzer runs as whatever user CI is), a number of
-// four or more digits or in hex, binary or octal notation (a size the tool accepts would be
-// slow, not wrong; tests/test_cli.cpp covers the huge and negative ones), and `bench` (it times).
+//     prefix), and nothing on stdout;
+//   - every file the scratch directory held before the run is byte for byte intact, unless the
+//     run succeeded and named it on its command line (an output it was asked for), and no
+//     temporary is left behind.
+// Skipped inputs, so that a run stays quick and inside the scratch directory: an absolute path or
+// one through '..' (the fuzzer runs as whatever user CI is), a number of four or more digits or
+// in hex, binary or octal notation (a size the tool accepts would be slow, not wrong;
+// tests/test_cli.cpp covers the huge and negative ones), and `bench` (it times).
 // Build: cmake -DFLASHDEMO_FUZZ=ON with clang; run it in a scratch directory holding a few .npy
-// files (.ci/run copies tests/fixtures): build/fuzz/fuzz_cli tests/fuzz/corpus/cli
+// files (.ci/run copies tests/fuzz/files): build/fuzz/fuzz_cli tests/fuzz/corpus/cli
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include <cctype>
 #include <cstdint>
@@ -23,11 +32,14 @@
 #include <vector>
 
 #include "app.hpp"
+#include "ui/output.hpp"
 
 namespace {
 
 bool acceptable(const std::string& arg) {
-  if (arg.find('/') != std::string::npos || arg == "bench") return false;
+  if (arg.find("..") != std::string::npos || arg.find("/") == 0 ||
+      arg.find("=/") != std::string::npos || arg.find("~") != std::string::npos || arg == "bench")
+    return false;
   int digits = 0;
   for (std::size_t k = 0; k < arg.size(); ++k) {
     const char c = arg[k];
@@ -59,25 +71,57 @@ struct Captured {
   std::string out, err;
 };
 
-// One run with stdout and stderr captured (the FILE* the tool prints through; what goes through
-// std::cout, --help and JSON traces, lands in /dev/null).
+// One run with stdout (held by the tool, written to a memory file) and stderr (the FILE* it
+// prints errors through) captured; --help goes through std::cout, to /dev/null.
 Captured run_captured(std::vector<std::string>& args) {
   std::vector<char*> argv{const_cast<char*>("flashdemo")};
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  char *out_buf = nullptr, *err_buf = nullptr;
-  std::size_t out_len = 0, err_len = 0;
-  FILE *out = open_memstream(&out_buf, &out_len), *err = open_memstream(&err_buf, &err_len);
-  FILE *saved_out = stdout, *saved_err = stderr;
-  stdout = out, stderr = err;
+  const int out = memfd_create("fuzz_cli_stdout", 0);
+  fd::ui::set_stdout_fd(out);
+  char* err_buf = nullptr;
+  std::size_t err_len = 0;
+  FILE *err = open_memstream(&err_buf, &err_len), *saved_err = stderr;
+  stderr = err;
   const int code = fd::demos::run(int(argv.size() - 1), argv.data());
-  stdout = saved_out, stderr = saved_err;
-  std::fclose(out);
+  stderr = saved_err;
   std::fclose(err);
-  Captured c{code, std::string(out_buf, out_len), std::string(err_buf, err_len)};
-  std::free(out_buf);
+  Captured c{code, {}, std::string(err_buf, err_len)};
   std::free(err_buf);
+  char buf[4096];
+  ::lseek(out, 0, SEEK_SET);
+  for (ssize_t n; (n = ::read(out, buf, sizeof buf)) > 0;) c.out.append(buf, std::size_t(n));
+  ::close(out);
+  fd::ui::set_stdout_fd(STDOUT_FILENO);
   return c;
+}
+
+// The scratch directory's files before the first run: path -> bytes.
+std::map<std::string, std::string>& before() {
+  static std::map<std::string, std::string> files;
+  return files;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::map<std::string, std::string> snapshot() {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator("."))
+    if (e.is_regular_file()) files[e.path().lexically_normal().string()] = slurp(e.path());
+  return files;
+}
+
+bool named(const std::vector<std::string>& args, const std::string& path) {
+  for (const std::string& a : args) {
+    const std::string value = a.find('=') == std::string::npos ? a : a.substr(a.find('=') + 1);
+    if (std::filesystem::path(value).lexically_normal().string() == path) return true;
+  }
+  return false;
 }
 
 void expect(bool ok, const char* what, const Captured& c) {
@@ -87,12 +131,42 @@ void expect(bool ok, const char* what, const Captured& c) {
   __builtin_trap();
 }
 
+// The shape of file_io's temporaries: ".NAME.XXXXXX" beside the output NAME.
+bool looks_temporary(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  return name.size() > 8 && name[0] == '.' && name[name.size() - 7] == '.';
+}
+
+// After every run: the files that were there are intact (an output the run succeeded in writing
+// is put back), the run's new files are removed, and no temporary is left.
+void check_files(const std::vector<std::string>& args, const Captured& c) {
+  const auto now = snapshot();
+  for (const auto& [path, bytes] : now) {
+    const auto was = before().find(path);
+    expect(was != before().end() || named(args, path) || !looks_temporary(path),
+           "a temporary was left behind", c);
+    if (was == before().end()) {
+      std::filesystem::remove(path);
+      continue;
+    }
+    if (bytes == was->second) continue;
+    expect(c.code == 0 && named(args, path), "a file that was there changed", c);
+    std::ofstream(path, std::ios::binary) << was->second;
+  }
+  for (const auto& [path, bytes] : before())
+    if (!now.count(path)) {
+      expect(c.code == 0 && named(args, path), "a file that was there is gone", c);
+      std::ofstream(path, std::ios::binary) << bytes;
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const int null = open("/dev/null", O_WRONLY);  // std::cout (help, JSON traces) goes nowhere
+  const int null = open("/dev/null", O_WRONLY);  // std::cout (help) goes nowhere
   if (null >= 0) dup2(null, STDOUT_FILENO);
   setenv("NO_COLOR", "1", 1);
+  before() = snapshot();
   return 0;
 }
 
@@ -100,6 +174,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> args;
   if (!split(data, size, args)) return 0;
   const Captured c = run_captured(args);
+  check_files(args, c);
   const int known[] = {0, 1, 2, 3, 4, 5};
   bool documented = false;
   for (int k : known) documented = documented || c.code == k;
