@@ -30,7 +30,7 @@ std::vector<double> parse_values(const std::string& text) {
     if (!std::isfinite(v)) throw Error(kUsage, ui::tr(Msg::softmax_err_not_finite, item));
     x.push_back(v);
   }
-  if (x.empty()) throw Error(kUsage, ui::tr(Msg::softmax_err_empty));
+  if (x.empty()) throw Error(kUsage, "--values: " + ui::tr(Msg::softmax_err_empty));
   return x;
 }
 

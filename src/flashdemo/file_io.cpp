@@ -91,6 +91,11 @@ void write_all(int fd, const std::string& bytes, const std::string& path) {
   }
 }
 
+// "--save-o o.npy": how the messages name an output, as the command line gave it.
+std::string label(const NamedFile& f) {
+  return f.option.empty() ? f.path : f.option + " " + f.path;
+}
+
 mode_t file_mode() {  // what open(0666) would give under the process's umask
   const mode_t mask = ::umask(0);
   ::umask(mask);
@@ -155,8 +160,7 @@ void OutputFiles::check(const std::vector<NamedFile>& inputs) const {
         throw FileClash(out.option + " " + out.path + " is also the output " +
                         outputs_[j].file.option + " " + outputs_[j].file.path +
                         ": give each output its own file");
-    if (const auto why = unwritable(out.path))
-      throw FileError((out.option.empty() ? "" : out.option + " ") + out.path + ": " + *why);
+    if (const auto why = unwritable(out.path)) throw FileError(label(out) + ": " + *why);
   }
 }
 
@@ -166,16 +170,16 @@ void OutputFiles::stage(const std::string& path, const std::string& bytes) {
     const auto [dir, name] = split(o.target);
     std::string temporary = dir + "/." + name + ".XXXXXX";
     const int fd = ::mkstemp(temporary.data());
-    if (fd < 0) throw FileError(path + ": cannot write: " + reason(errno));
+    if (fd < 0) throw FileError(label(o.file) + ": cannot write: " + reason(errno));
     o.temporary = temporary;  // removed by the destructor unless committed
     try {
       ::fchmod(fd, file_mode());
-      write_all(fd, bytes, path);
+      write_all(fd, bytes, label(o.file));
     } catch (...) {
       ::close(fd);
       throw;
     }
-    if (::close(fd) != 0) throw FileError(path + ": cannot write: " + reason(errno));
+    if (::close(fd) != 0) throw FileError(label(o.file) + ": cannot write: " + reason(errno));
     return;
   }
   throw FileError(path + ": not an output of this run");  // a bug: every output is added first
@@ -185,7 +189,7 @@ void OutputFiles::commit() {
   for (Output& o : outputs_) {
     if (o.temporary.empty()) continue;
     if (::rename(o.temporary.c_str(), o.target.c_str()) != 0)
-      throw FileError(o.file.path + ": cannot write: " + reason(errno));
+      throw FileError(label(o.file) + ": cannot write: " + reason(errno));
     o.temporary.clear();
   }
 }
