@@ -34,6 +34,10 @@ void add_files(CLI::App* sub, AttentionOptions& o, Subcommand which) {
   k->needs(q);
   v->needs(q);
   for (const char* sized : {"--n", "--m", "--d", "--seed"}) q->excludes(sub->get_option(sized));
+  add_file(sub, "--save-q", f.save_q, tr(Msg::opt_save_q));
+  add_file(sub, "--save-k", f.save_k, tr(Msg::opt_save_k));
+  add_file(sub, "--save-v", f.save_v, tr(Msg::opt_save_v));
+  if (which == Subcommand::backward) add_file(sub, "--save-do", f.save_do, tr(Msg::opt_save_do));
   add_file(sub, "--save-o", f.save_o, tr(Msg::opt_save_o));
   add_file(sub, "--save-lse", f.save_lse, tr(Msg::opt_save_lse));
   if (which == Subcommand::backward) {
@@ -74,6 +78,8 @@ RunFiles run_files(const AttentionOptions& o) {
   RunFiles files;
   files.input("--q", f.q), files.input("--k", f.k), files.input("--v", f.v);
   files.input("--do", f.dO);
+  files.output("--save-q", f.save_q), files.output("--save-k", f.save_k);
+  files.output("--save-v", f.save_v), files.output("--save-do", f.save_do);
   files.output("--save-o", f.save_o), files.output("--save-lse", f.save_lse);
   files.output("--save-dq", f.save_dq), files.output("--save-dk", f.save_dk);
   files.output("--save-dv", f.save_dv);
@@ -183,7 +189,7 @@ void print_problem(const AttentionOptions& o) {
   for (index_t q = 0; q < o.n; ++q) unseeing += mask.visible_keys(q) == 0;
   if (unseeing > 0) ui::say(Msg::rows_unseeing, unseeing, o.n);
   if (o.files.q.empty())
-    ui::say(Msg::inputs_random, o.seed);
+    ui::say(o.draw() ? Msg::inputs_random_second : Msg::inputs_random, o.seed);
   else
     ui::say(Msg::inputs_files, o.files.q, o.files.k, o.files.v);
 }
@@ -229,6 +235,15 @@ void stage_npy(RunFiles& files, const std::string& path, const X& x) {
   if (!path.empty()) files.stage(path, npy_bytes(x));
 }
 
+template <class T>
+void stage_inputs(RunFiles& files, const ArrayFiles& f, const Inputs<T>& in) {
+  stage_npy(files, f.save_q, in.Q);
+  stage_npy(files, f.save_k, in.K);
+  stage_npy(files, f.save_v, in.V);
+}
+
+template void stage_inputs(RunFiles&, const ArrayFiles&, const Inputs<float>&);
+template void stage_inputs(RunFiles&, const ArrayFiles&, const Inputs<double>&);
 template void stage_npy(RunFiles&, const std::string&, const Mat<float>&);
 template void stage_npy(RunFiles&, const std::string&, const Mat<double>&);
 template void stage_npy(RunFiles&, const std::string&, const Vec<float>&);

@@ -18,6 +18,7 @@ namespace fd::demos {
 
 struct ArrayFiles {
   std::string q, k, v, dO;                                  // inputs (.npy)
+  std::string save_q, save_k, save_v, save_do;              // the inputs used, written back
   std::string save_o, save_lse, save_dq, save_dk, save_dv;  // outputs (.npy)
 };
 
@@ -42,6 +43,11 @@ struct AttentionOptions {
   index_t threads = 0;          // --threads (the fast path; 0: every hardware thread)
   bool tiles_given = false;     // --block-q or --block-k on the command line
   bool deterministic = false;   // --deterministic (backward on the GPU)
+  bool draws_per_mask = false;  // backward: the lecture draws Q, K, V afresh for its causal run
+
+  // Which triple of the lecture's random draws the run takes: the lecture's demo 3 loops over
+  // causal = False, True and draws inside the loop, so its causal run takes the second triple.
+  index_t draw() const { return draws_per_mask && causal ? 1 : 0; }
 
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
@@ -118,7 +124,7 @@ Inputs<T> inputs_for(const AttentionOptions& o, const LoadedArrays& files) {
     require_fits(files.V, "V", o.working(), o.files.v);
   }
   Inputs<T> in = files.Q.size() ? Inputs<T>{files.Q.cast<T>(), files.K.cast<T>(), files.V.cast<T>()}
-                                : lecture_inputs<T>(o.seed, o.n, o.keys(), o.d);
+                                : lecture_inputs<T>(o.seed, o.n, o.keys(), o.d, o.draw());
   if (o.emulated())
     for (Mat<T>* x : {&in.Q, &in.K, &in.V})
       *x = x->unaryExpr([&](T v) { return round_to(o.precision, v); });
@@ -137,5 +143,10 @@ void dispatch_dtype(const AttentionOptions& o, F&& f) {
 // Hands `x` as a .npy file to the run's files, unless path is empty.
 template <class X>
 void stage_npy(RunFiles& files, const std::string& path, const X& x);
+
+// Hands the inputs the run used (--save-q, --save-k, --save-v) to the run's files: the lecture's
+// draws (or the files given) as the run computed with them, so `check` can be given them back.
+template <class T>
+void stage_inputs(RunFiles& files, const ArrayFiles& f, const Inputs<T>& in);
 
 }  // namespace fd::demos

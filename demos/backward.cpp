@@ -174,6 +174,8 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
             {"err_dV", ui::number(v.dV.err)},
             {"err_D", ui::number(v.D.err)}});
   rec.finish(files.files);
+  stage_inputs(files.files, o.files, in);
+  stage_npy(files.files, o.files.save_do, dO);
   stage_npy(files.files, o.files.save_o, fwd.O);
   stage_npy(files.files, o.files.save_lse, fwd.L);
   stage_npy(files.files, o.files.save_dq, g.dQ);
@@ -187,6 +189,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
 void setup_backward(CLI::App& app) {
   auto o = std::make_shared<AttentionOptions>();
   o->n = 70, o->d = 16, o->Br = 16, o->Bc = 16;  // lecture: n, d = 70, 16; blocks 16 x 16
+  o->draws_per_mask = true;                      // lecture: Q, K, V drawn inside the loop
   CLI::App* sub = app.add_subcommand("backward", ui::tr(Msg::backward_help));
   add_attention_options(sub, *o, Subcommand::backward);
   sub->footer(ui::tr(Msg::backward_examples));

@@ -186,16 +186,18 @@ void ensure_fits(double bytes, const std::string& what) {
 }
 
 template <class T>
-Inputs<T> lecture_inputs(std::uint32_t seed, index_t n, index_t m, index_t d) {
+Inputs<T> lecture_inputs(std::uint32_t seed, index_t n, index_t m, index_t d, index_t draw) {
   TorchGenerator gen(seed);
   Inputs<T> in;
-  in.Q = gen.randn_matrix<T>(n, d);
-  in.K = gen.randn_matrix<T>(m, d);
-  in.V = gen.randn_matrix<T>(m, d);
+  for (index_t k = 0; k <= draw; ++k) {  // the generator's stream, triple after triple
+    in.Q = gen.randn_matrix<T>(n, d);
+    in.K = gen.randn_matrix<T>(m, d);
+    in.V = gen.randn_matrix<T>(m, d);
+  }
   return in;
 }
 
-template Inputs<float> lecture_inputs(std::uint32_t, index_t, index_t, index_t);
-template Inputs<double> lecture_inputs(std::uint32_t, index_t, index_t, index_t);
+template Inputs<float> lecture_inputs(std::uint32_t, index_t, index_t, index_t, index_t);
+template Inputs<double> lecture_inputs(std::uint32_t, index_t, index_t, index_t, index_t);
 
 }  // namespace fd::demos

@@ -103,12 +103,13 @@ void ensure_fits(double bytes, const std::string& what);
 std::string format_bytes(double bytes);
 
 // The lecture's inputs: Q, K, V drawn in that order as torch.randn(.., dtype=float64)
-// after torch.manual_seed(seed).
+// after torch.manual_seed(seed); `draw` = k takes the (k+1)-th triple, as a loop that draws
+// afresh on every pass does (the lecture's demo 3 draws again for its causal run).
 template <class T>
 struct Inputs {
   Mat<T> Q, K, V;
 };
 template <class T>
-Inputs<T> lecture_inputs(std::uint32_t seed, index_t n, index_t m, index_t d);
+Inputs<T> lecture_inputs(std::uint32_t seed, index_t n, index_t m, index_t d, index_t draw = 0);
 
 }  // namespace fd::demos

@@ -115,6 +115,7 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
   rec.emit(result_event(verdicts));
   rec.finish(files.files);
+  stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_o, out.O);
   stage_npy(files.files, o.files.save_lse, out.L);
   files.files.commit();

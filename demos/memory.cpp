@@ -24,6 +24,12 @@ const char* type_name(MemType t) {
   return t == MemType::fp32 ? "fp32" : t == MemType::bf16 ? "bf16" : "fp16";
 }
 
+// A table row without the spaces that right-aligned empty cells leave at its end.
+std::string trimmed(std::string line) {
+  while (line.size() > 1 && line[line.size() - 2] == ' ') line.erase(line.size() - 2, 1);
+  return line;
+}
+
 std::vector<index_t> parse_n_list(const std::string& text) {
   std::vector<index_t> ns;
   for (const std::string& item : split_commas(text)) {
@@ -40,7 +46,7 @@ std::vector<index_t> parse_n_list(const std::string& text) {
 
 void print_formula_table(const MemoryOptions& o, const std::vector<index_t>& ns, double M,
                          Recording& rec) {
-  ui::section(ui::tr(Msg::memory_formula_title));
+  ui::result_section(ui::tr(Msg::memory_formula_title));
   ui::result_raw(fmt::format("  {:>10}{:>20}{:>18}{:>22}{:>20}\n", ui::tr(Msg::memory_col_n),
                              ui::tr(Msg::memory_col_std_mem), ui::tr(Msg::memory_col_flash_mem),
                              ui::tr(Msg::memory_col_std_io), ui::tr(Msg::memory_col_flash_io)));
@@ -67,13 +73,14 @@ nlohmann::json traffic(const Traffic& t) {
 void print_ledger(const MemoryOptions& o, const std::vector<index_t>& ns, double M,
                   Recording& rec) {
   const TileSizes t = paper_tiles(M, o.d);
-  ui::section(ui::tr(Msg::memory_ledger_title));
-  ui::say(Msg::memory_ledger_tiles, t.Bc, t.Br, o.causal ? ui::tr(Msg::memory_ledger_causal) : "");
+  ui::result_section(ui::tr(Msg::memory_ledger_title));
+  ui::say(Msg::memory_ledger_tiles, t.Bc, t.Br);
+  ui::result(Msg::memory_ledger_unit, o.causal ? ui::tr(Msg::memory_ledger_causal) : "");
   const std::string row = "  {:>10}{:>10} |{:>10}{:>10}{:>10} |{:>10}{:>10}{:>10}\n";
   const std::string standard = ui::tr(Msg::memory_col_standard);
-  ui::result_raw(fmt::format(fmt::runtime(row), "", ui::tr(Msg::memory_col_formula),
-                             ui::tr(Msg::memory_col_forward), "", "",
-                             ui::tr(Msg::memory_col_backward), "", ""));
+  ui::result_raw(trimmed(fmt::format(fmt::runtime(row), "", ui::tr(Msg::memory_col_formula),
+                                     ui::tr(Msg::memory_col_forward), "", "",
+                                     ui::tr(Msg::memory_col_backward), "", "")));
   ui::result_raw(fmt::format(fmt::runtime(row), "n", "n²d²/M", standard, "FA-1", "FA-2", standard,
                              "FA-1", "FA-2"));
   Ledger last;
@@ -104,6 +111,87 @@ void print_ledger(const MemoryOptions& o, const std::vector<index_t>& ns, double
   ui::say(Msg::memory_ledger_note, ns.back(), last.fa2_fwd.total() / last.standard_fwd.total());
 }
 
+void print_fusion(const MemoryOptions& o, const std::vector<index_t>& ns, Recording& rec) {
+  ui::result_section(ui::tr(Msg::memory_fusion_title));
+  ui::say(Msg::memory_fusion_intro);
+  ui::result(Msg::memory_fusion_unit, type_name(o.dtype), element_bytes(o.dtype));
+  const std::string row = "  {:>10}{:>25}{:>14}{:>15}{:>20}\n";
+  ui::result_raw(fmt::format(fmt::runtime(row), "n", ui::tr(Msg::memory_col_unfused_w),
+                             ui::tr(Msg::memory_col_unfused_r), ui::tr(Msg::memory_col_fused),
+                             ui::tr(Msg::memory_col_qkvo)));
+  for (index_t n : ns) {
+    const FusionBytes f = fusion_bytes(n, n, o.d, element_bytes(o.dtype), o.batch * o.heads);
+    ui::result_raw(fmt::format(fmt::runtime(row), n, format_bytes(f.unfused_writes),
+                               format_bytes(f.unfused_reads), format_bytes(f.fused),
+                               format_bytes(f.qkvo)));
+    rec.emit({{"event", "memory_fusion"},
+              {"n", n},
+              {"unfused_writes_bytes", f.unfused_writes},
+              {"unfused_reads_bytes", f.unfused_reads},
+              {"fused_bytes", f.fused},
+              {"qkvo_bytes", f.qkvo}});
+  }
+}
+
+// GFLOP with three significant digits or more.
+std::string gflop(double flops) {
+  const double g = flops / 1e9;
+  return g < 10 ? fmt::format("{:.2f}", g) : g < 1000 ? fmt::format("{:.1f}", g) : ui::grouped(g);
+}
+
+Flops flops_for(const MemoryOptions& o, double M, index_t n) {
+  const TileSizes t = paper_tiles(M, o.d);
+  return count_flops(Tiling{n, n, t.Br, t.Bc}, Mask{o.causal, CausalAlign::top_left, n, n}, o.d,
+                     o.batch * o.heads);
+}
+
+void print_flops(const MemoryOptions& o, const std::vector<index_t>& ns, double M, Recording& rec) {
+  ui::result_section(ui::tr(Msg::memory_flops_title));
+  ui::say(Msg::memory_flops_intro);
+  ui::result(Msg::memory_flops_unit);
+  const std::string row = "  {:>10}{:>12}{:>11} |{:>12}{:>12}{:>13}{:>8}\n";
+  const std::string standard = ui::tr(Msg::memory_col_standard),
+                    flash = ui::tr(Msg::memory_col_flash);
+  ui::result_raw(trimmed(fmt::format(fmt::runtime(row), "", ui::tr(Msg::memory_col_forward), "",
+                                     ui::tr(Msg::memory_col_backward), "", "", "")));
+  ui::result_raw(fmt::format(fmt::runtime(row), "n", standard, flash, standard,
+                             ui::tr(Msg::memory_col_p_stored), ui::tr(Msg::memory_col_recomputed),
+                             ui::tr(Msg::memory_col_cost)));
+  for (index_t n : ns) {
+    const Flops f = flops_for(o, M, n);
+    ui::result_raw(
+        fmt::format(fmt::runtime(row), n, gflop(f.standard_fwd), gflop(f.flash_fwd),
+                    gflop(f.standard_bwd), gflop(f.flash_bwd_stored), gflop(f.flash_bwd),
+                    fmt::format("+{:.0f}%", 100 * (f.flash_bwd / f.flash_bwd_stored - 1))));
+    rec.emit({{"event", "memory_flops"},
+              {"n", n},
+              {"standard_fwd", f.standard_fwd},
+              {"flash_fwd", f.flash_fwd},
+              {"standard_bwd", f.standard_bwd},
+              {"flash_bwd_stored", f.flash_bwd_stored},
+              {"flash_bwd", f.flash_bwd},
+              {"exp_standard", f.exp_standard},
+              {"exp_flash", f.exp_flash}});
+  }
+}
+
+// The lecture's own estimates and citations, each beside the figure counted here for the last n.
+void print_remarks(const MemoryOptions& o, const std::vector<index_t>& ns, double M) {
+  const index_t n = ns.back();
+  const TileSizes t = paper_tiles(M, o.d);
+  const Ledger g =
+      count_traffic(Tiling{n, n, t.Br, t.Bc}, Mask{o.causal, CausalAlign::top_left, n, n}, o.d,
+                    o.batch * o.heads);
+  const MemoryFormula f =
+      memory_formula(n, o.d, element_bytes(o.dtype), M, o.causal, o.batch * o.heads);
+  const Flops fl = flops_for(o, M, n);
+  ui::section(ui::tr(Msg::memory_remarks_title));
+  ui::say(Msg::memory_remarks, f.flash_io / f.standard_io, n,
+          g.fa2_fwd.total() / g.standard_fwd.total(), g.fa2_bwd.total() / g.standard_bwd.total(),
+          format_bytes(f.standard_bytes), format_bytes(f.flash_bytes),
+          fl.flash_fwd / fl.standard_fwd, fl.flash_bwd / fl.flash_bwd_stored);
+}
+
 }  // namespace
 
 void run_memory(const MemoryOptions& o) {
@@ -124,6 +212,9 @@ void run_memory(const MemoryOptions& o) {
           type_name(o.dtype), o.causal ? ui::tr(Msg::memory_causal_suffix) : "");
   if (o.parts.results) print_formula_table(o, ns, M, rec);
   if (o.parts.extra) print_ledger(o, ns, M, rec);
+  if (o.fusion) print_fusion(o, ns, rec);
+  if (o.fusion) print_flops(o, ns, M, rec);
+  if (o.fusion && o.parts.extra) print_remarks(o, ns, M);
   RunFiles none;
   rec.finish(none);
 }

@@ -17,7 +17,8 @@ struct MemoryOptions {
   std::string n_list = "1024,4096,16384,65536";
   index_t batch = 1, heads = 1;
   bool causal = false;
-  Parts parts;
+  Parts parts;         // results: the formula table; extra: the counted ledger
+  bool fusion = true;  // the fusion and FLOPs tables, and the lecture's figures beside them
 };
 
 void setup_memory(CLI::App& app);

@@ -131,13 +131,19 @@ std::vector<Step> memory_steps() {
       {Section::memory, Msg::walk_memory_1, "flashdemo memory",
        [] {
          MemoryOptions o;
-         o.parts = only(false, false, true, false);
+         o.parts = only(false, false, true, false), o.fusion = false;
          run_memory(o);
        }},
       {Section::memory, Msg::walk_memory_2, "flashdemo memory --n 4096,65536",
        [] {
          MemoryOptions o;
-         o.n_list = "4096,65536", o.parts = only(false, false, false, true);
+         o.n_list = "4096,65536", o.parts = only(false, false, false, true), o.fusion = false;
+         run_memory(o);
+       }},
+      {Section::memory, Msg::walk_memory_3, "flashdemo memory --n 4096,65536",
+       [] {
+         MemoryOptions o;
+         o.n_list = "4096,65536", o.parts = only(false, false, false, false);
          run_memory(o);
        }},
   };

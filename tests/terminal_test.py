@@ -51,17 +51,17 @@ def session(args, keys, env_extra=None, timeout=20):
 # Enter twice, then quit: three screens shown, then it stops.
 code, out = session(["walkthrough"], ["\n", "\n", "q\n"])
 expect(code == 0, f"walkthrough exit code {code}")
-expect("step 1/11" in out and "step 2/11" in out and "step 3/11" in out, "three screens shown")
-expect("step 4/11" not in out, "q quits before step 4")
+expect("step 1/12" in out and "step 2/12" in out and "step 3/12" in out, "three screens shown")
+expect("step 4/12" not in out, "q quits before step 4")
 expect("[Enter] next" in out, "the prompt is shown")
 
 # b goes back one step: 1, 2, back to 1, then quit.
 code, out = session(["walkthrough"], ["\n", "b\n", "q\n"])
-expect(out.count("step 1/11") == 2, "b shows step 1 again")
+expect(out.count("step 1/12") == 2, "b shows step 1 again")
 
 # --no-pause never waits, even on a terminal.
 code, out = session(["walkthrough", "--no-pause", "--section", "memory"], [])
-expect(code == 0 and "step 11/11" in out and "[Enter]" not in out, "--no-pause runs through")
+expect(code == 0 and "step 12/12" in out and "[Enter]" not in out, "--no-pause runs through")
 
 # Colour on a terminal, and the two ways to turn it off.
 code, out = session(["forward", "--causal", "--trace", "tiles"], [])

@@ -24,6 +24,20 @@
 
 namespace {
 
+// Every file these tests write goes to a scratch directory of their own, removed at the end, so
+// that running the suite from anywhere (the repository's root included) leaves nothing behind.
+struct Scratch {
+  std::string dir;
+  Scratch() {
+    std::string t = (std::filesystem::temp_directory_path() / "flashdemo_cli_XXXXXX").string();
+    if (::mkdtemp(t.data()) == nullptr || ::chdir(t.c_str()) != 0) std::abort();
+    dir = t;
+  }
+  ~Scratch() {
+    if (::chdir("/") == 0) std::filesystem::remove_all(dir);
+  }
+} scratch_dir;
+
 struct Run {
   int code = -1;
   std::string out, err;
@@ -499,6 +513,27 @@ TEST_CASE("--impl fast: saved arrays that check passes in full, in fp32 and fp64
   }
 }
 
+// The lecture's backward loop draws fresh Q, K, V for causal=True: the second triple of the stream.
+TEST_CASE("backward --causal uses the lecture's second draw; --save-q/k/v/do write what it used") {
+  REQUIRE(run("backward --n 7 --d 3 --save-q bq.npy --save-do bdo.npy --trace none").code == 0);
+  REQUIRE(run("backward --n 7 --d 3 --causal --save-q cq.npy --save-k ck.npy --save-v cv.npy "
+              "--trace none")
+              .code == 0);
+  fd::TorchGenerator gen(0);
+  std::vector<std::vector<double>> draws;  // Q, K, V, then Q, K, V again: one call each
+  for (int k = 0; k < 6; ++k) draws.push_back(gen.randn(7 * 3));
+  const fd::NpyArray bq = fd::read_npy("bq.npy"), cq = fd::read_npy("cq.npy"),
+                     ck = fd::read_npy("ck.npy"), cv = fd::read_npy("cv.npy");
+  REQUIRE(cq.data.size() == 21);
+  for (std::size_t k = 0; k < 21; ++k) {
+    CHECK(bq.data[k] == doctest::Approx(draws[0][k]).epsilon(1e-6));
+    CHECK(cq.data[k] == doctest::Approx(draws[3][k]).epsilon(1e-6));
+    CHECK(ck.data[k] == doctest::Approx(draws[4][k]).epsilon(1e-6));
+    CHECK(cv.data[k] == doctest::Approx(draws[5][k]).epsilon(1e-6));
+  }
+  CHECK(fd::read_npy("bdo.npy").shape == std::vector<fd::index_t>{7, 3});
+}
+
 // NumPy's float16 (what np.save writes for an fp16 tensor) is read, and graded as fp16.
 TEST_CASE("check reads float16 .npy files and grades them as fp16") {
   write_inputs(16, 16, 4);
@@ -666,16 +701,16 @@ TEST_CASE("walkthrough: every screen fits 100 columns and 30 rows, in English an
       if (!screens.empty()) screens.back().push_back(line);
       CHECK(display_columns(line) <= 100);
     }
-    CHECK(screens.size() == 11);
+    CHECK(screens.size() == 12);
     for (const auto& screen : screens) CHECK(screen.size() <= 30);
   }
   const Run back = run("walkthrough --no-pause --section backward");
-  CHECK(has(back.out, "step 7/11"));
-  CHECK_FALSE(has(back.out, "step 6/11"));
+  CHECK(has(back.out, "step 7/12"));
+  CHECK_FALSE(has(back.out, "step 6/12"));
   CHECK(has(back.out, "$ flashdemo backward"));
   const Run piped = run("walkthrough --section memory < /dev/null");  // not a terminal: no wait
   CHECK(piped.code == 0);
-  CHECK(has(piped.out, "step 11/11"));
+  CHECK(has(piped.out, "step 12/12"));
 }
 
 TEST_CASE("completion scripts and the man page come from the CLI definition") {

@@ -95,4 +95,8 @@ void section(const std::string& title) {
   say_raw(fmt::format("\n{}\n", paint(title, Paint::heading)));
 }
 
+void result_section(const std::string& title) {
+  result_raw(fmt::format("\n{}\n", paint(title, Paint::heading)));
+}
+
 }  // namespace fd::ui

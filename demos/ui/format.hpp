@@ -29,5 +29,7 @@ std::string grouped(double v);
 // The heading of a subcommand: a title and its place in the lecture.
 void heading(const std::string& title, const std::string& source);
 void section(const std::string& title);
+// A table's title, kept by --quiet (which keeps the tables).
+void result_section(const std::string& title);
 
 }  // namespace fd::ui

@@ -21,9 +21,7 @@ double loss_against(const Mat<double>& O, const Mat<double>& G) {
 std::vector<GradSample> finite_difference_grads(const Mat<double>& Q, const Mat<double>& K,
                                                 const Mat<double>& V, const AttnParams& params,
                                                 const Mat<double>* G, double h) {
-  auto loss = [&](const Mat<double>& O) {
-    return G ? loss_against(O, *G) : loss_sum_squares(O);
-  };
+  auto loss = [&](const Mat<double>& O) { return G ? loss_against(O, *G) : loss_sum_squares(O); };
   std::vector<GradSample> out;
   Mat<double> x[3] = {Q, K, V};
   for (int which = 0; which < 3; ++which) {

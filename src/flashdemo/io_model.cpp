@@ -108,4 +108,30 @@ Ledger count_traffic(const Tiling& t, const Mask& mask, index_t d, index_t heads
           times(fa1_backward(t, mask, dd), h),  times(fa2_backward(t, mask, dd), h)};
 }
 
+FusionBytes fusion_bytes(index_t n, index_t m, index_t d, index_t bytes_per_element,
+                         index_t heads) {
+  const double e = double(bytes_per_element) * double(heads), nm = double(n) * double(m);
+  FusionBytes f;
+  f.unfused_writes = 2 * nm * e;                                         // S, then P
+  f.unfused_reads = 2 * nm * e;                                          // S by softmax, P by P V
+  f.fused = 0;                                                           // both stay in SRAM
+  f.qkvo = (2 * double(n) * double(d) + 2 * double(m) * double(d)) * e;  // Q, O; K, V
+  return f;
+}
+
+Flops count_flops(const Tiling& t, const Mask& mask, index_t d, index_t heads) {
+  const double h = double(heads), dd = double(d);
+  const double all = double(t.n) * double(t.m) * h;                   // standard: every entry
+  const double computed = count_tiles(t, mask).entries_computed * h;  // flash: computed tiles
+  Flops f;
+  f.standard_fwd = 4 * dd * all;           // S = Q K^T, O = P V
+  f.flash_fwd = 4 * dd * computed;         // the same products, tile by tile
+  f.standard_bwd = 8 * dd * all;           // dV, dP, dQ, dK from the stored P
+  f.flash_bwd_stored = 8 * dd * computed;  // the same tiles, had P been kept
+  f.flash_bwd = 10 * dd * computed;        // and S = Q K^T once more, to recompute P
+  f.exp_standard = all;                    // P = exp(S - max) / sum
+  f.exp_flash = 2 * computed;              // the forward's, and P = exp(S - L) again
+  return f;
+}
+
 }  // namespace fd
