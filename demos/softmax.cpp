@@ -3,6 +3,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <sstream>
 
@@ -82,12 +84,32 @@ void print_merge(const std::vector<T>& x, index_t block, const RowState<T>& whol
   const RowState<T> b = online_softmax_stats(std::vector<T>(half, x.end()), block);
   const RowState<T> ab = merge(a, b), ba = merge(b, a);
   const std::size_t h = x.size() / 2;
-  ui::say(Msg::softmax_merge_a, h, fx(a.m, 3), fx(a.l, 4));
-  ui::say(Msg::softmax_merge_b, h, x.size(), fx(b.m, 3), fx(b.l, 4));
+  std::string left = fmt::format("x[0:{}]", h), right = fmt::format("x[{}:{}]", h, x.size());
+  const std::size_t width = std::max(left.size(), right.size());
+  left.resize(width, ' '), right.resize(width, ' ');
+  ui::say(Msg::softmax_merge_a, left, fx(a.m, 3), fx(a.l, 4));
+  ui::say(Msg::softmax_merge_b, right, fx(b.m, 3), fx(b.l, 4));
   ui::say(Msg::softmax_merge_ab, fx(ab.m, 3), fx(ab.l, 4));
   ui::say(Msg::softmax_merge_check, fx(whole.m, 3), fx(whole.l, 4),
           ui::sci(std::abs(double(ab.m - whole.m))), ui::sci(std::abs(double(ab.l - whole.l))),
           ui::sci(std::abs(double(ba.l - ab.l))));
+}
+
+// Shown only where it breaks (large or very negative x): the naive softmax's inf and nan, computed.
+template <class T>
+void print_naive(const std::vector<T>& x, DType dtype) {
+  const NaiveSoftmax<T> r = softmax_naive(x);
+  if (!r.broke()) return;
+  const std::string type = dtype_name(dtype);
+  ui::section(ui::tr(Msg::softmax_naive, type));
+  const std::size_t i = std::size_t(r.culprit);
+  if (std::isinf(r.Z))
+    ui::say(Msg::softmax_naive_over, fx(x[i], 2), type, fx(r.overflow_above, 2), i, r.nonfinite,
+            x.size());
+  else
+    ui::say(Msg::softmax_naive_under, fx(x[i], 2), type, fx(r.underflow_below, 2), i, r.nonfinite,
+            x.size());
+  ui::say(Msg::softmax_naive_fix);
 }
 
 template <class T>
@@ -124,6 +146,7 @@ void run_softmax_as(const SoftmaxOptions& o, RunFiles& files) {
     ui::result(Msg::softmax_diff, ui::sci(diff), dtype_name(o.dtype));
     ui::result(Msg::softmax_lse, fx(state.finalize(), 5), fx(logsumexp_direct(x), 5));
   }
+  if (o.parts.results) print_naive(x, o.dtype);
   if (o.parts.extra) print_merge(x, o.block, state);
   rec.emit({{"event", "result"},
             {"subcommand", "softmax"},

@@ -513,6 +513,22 @@ TEST_CASE("--impl fast: saved arrays that check passes in full, in fp32 and fp64
   }
 }
 
+// Why m is subtracted: with large (or very negative) values the naive softmax breaks, shown.
+TEST_CASE("softmax shows the naive softmax's inf and nan where it breaks, and only there") {
+  const Run big = run("softmax --values=1000,1001,999 --block 1");
+  REQUIRE(big.code == 0);
+  CHECK(has(big.out, "exp(1000.00) = inf: in fp32, exp(x) overflows for x > 88.72"));
+  CHECK(has(big.out, "softmax_0 = inf / inf = nan;  3 of 3 outputs are nan or inf"));
+  CHECK(has(big.out, "  x[0:1] → m_a = 1000.000"));
+  CHECK(has(big.out, "       -inf → 1000.000  0 (nothing summed yet)"));
+  const Run small = run("softmax --values=-1000,-1001,5000 --dtype fp64");
+  CHECK(has(small.out, "exp(5000.00) = inf: in fp64, exp(x) overflows for x > 709.78"));
+  const Run under = run("softmax --values=-1000,-1001");
+  CHECK(has(under.out, "exp(-1000.00) = 0: in fp32, exp(x) underflows to 0 for x < -103.28"));
+  CHECK(has(under.out, "2 of 2 outputs are nan or inf"));
+  CHECK_FALSE(has(run("softmax").out, "naive"));
+}
+
 // The lecture's backward loop draws fresh Q, K, V for causal=True: the second triple of the stream.
 TEST_CASE("backward --causal uses the lecture's second draw; --save-q/k/v/do write what it used") {
   REQUIRE(run("backward --n 7 --d 3 --save-q bq.npy --save-do bdo.npy --trace none").code == 0);

@@ -55,19 +55,26 @@ std::string tile_name(index_t i, index_t j) {
 
 }  // namespace
 
+SoftmaxTable::SoftmaxTable(const std::vector<double>& x) : x_(x) {
+  for (double v : x_) {
+    before_ = std::max(before_, fixed(v, 3).size());
+    after_ = std::max(after_, fixed(v, 3).size());
+  }
+}
+
 void SoftmaxTable::print_header() const {
-  say_raw(fmt::format("  {:<5}  {:<26}  {:>8} → {:<7}  {:<24}  {}\n", tr(Msg::col_block),
-                      tr(Msg::col_values), tr(Msg::col_m_before), tr(Msg::col_after),
-                      tr(Msg::col_rescale), tr(Msg::col_l_after)));
+  say_raw(fmt::format("  {:<5}  {:<26}  {:>{}} → {:<{}}  {:<24}  {}\n", tr(Msg::col_block),
+                      tr(Msg::col_values), tr(Msg::col_m_before), before_, tr(Msg::col_after),
+                      after_, tr(Msg::col_rescale), tr(Msg::col_l_after)));
 }
 
 void SoftmaxTable::on(const SoftmaxBlockEvent& e) {
   const std::vector<double> values(x_.begin() + e.range.begin, x_.begin() + e.range.end);
   const std::string alpha =
       std::isinf(e.m_old) ? tr(Msg::nothing_summed) : fmt::format("{:.4f}", e.alpha);
-  say_raw(fmt::format("  {:<5}  {:<26}  {:>8} → {}  {:<24}  {:.4f}\n", e.block, list(values, 2, 26),
-                      fixed(e.m_old, 3), cell(fixed(e.m_new, 3), 7, e.m_new != e.m_old), alpha,
-                      e.l));
+  say_raw(fmt::format("  {:<5}  {:<26}  {:>{}} → {}  {:<24}  {:.4f}\n", e.block,
+                      list(values, 2, 26), fixed(e.m_old, 3), before_,
+                      cell(fixed(e.m_new, 3), after_, e.m_new != e.m_old), alpha, e.l));
 }
 
 void ForwardTrace::print_header() const {

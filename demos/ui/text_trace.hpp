@@ -13,12 +13,13 @@ enum class TraceLevel { none, summary, tiles, rows };
 // Online softmax of one vector: a table row per block.
 class SoftmaxTable : public TraceSink {
  public:
-  explicit SoftmaxTable(const std::vector<double>& x) : x_(x) {}
+  explicit SoftmaxTable(const std::vector<double>& x);
   void print_header() const;
   void on(const SoftmaxBlockEvent& e) override;
 
  private:
   std::vector<double> x_;
+  std::size_t before_ = 8, after_ = 7;  // column widths: every m is some x_i, 3 decimals
 };
 
 // Tiled forward: a line per tile (level tiles), and each row's state after it (level rows).

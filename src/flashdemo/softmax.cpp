@@ -2,6 +2,8 @@
 #include "flashdemo/softmax.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace fd {
 
@@ -49,11 +51,28 @@ T logsumexp_direct(const std::vector<T>& x) {
   return M + flog(Z);  // log sum exp(x) = M + log sum exp(x - M)
 }
 
+template <class T>
+NaiveSoftmax<T> softmax_naive(const std::vector<T>& x) {
+  NaiveSoftmax<T> r;
+  r.overflow_above = std::log(std::numeric_limits<T>::max());
+  r.underflow_below = std::log(std::numeric_limits<T>::denorm_min());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const T e = fexp(x[i]);
+    if (std::isinf(e) && r.culprit < 0) r.culprit = index_t(i);
+    r.Z += e;
+  }
+  if (r.Z == T(0)) r.culprit = 0;
+  for (T v : x) r.y.push_back(fexp(v) / r.Z);
+  for (T v : r.y) r.nonfinite += std::isfinite(v) ? 0 : 1;
+  return r;
+}
+
 #define FD_INSTANTIATE(T)                                                                \
   template RowState<T> online_softmax_stats(const std::vector<T>&, index_t, TraceSink*); \
   template std::vector<T> softmax_from_state(const std::vector<T>&, const RowState<T>&); \
   template std::vector<T> softmax_three_pass(const std::vector<T>&);                     \
-  template T logsumexp_direct(const std::vector<T>&);
+  template T logsumexp_direct(const std::vector<T>&);                                    \
+  template NaiveSoftmax<T> softmax_naive(const std::vector<T>&);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 #undef FD_INSTANTIATE
