@@ -2,6 +2,7 @@
 #include "attention_cli.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -98,7 +99,9 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
                       add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize)})
     block->each([&o](const std::string&) { o.tiles_given = true; });
   sub->add_flag("--causal", o.causal, tr(Msg::opt_causal));
-  add_align(sub, o.align);
+  add_align(sub, o.align, o.causal, o.causal_implied)->each([&o](const std::string&) {
+    o.align_given = true;
+  });
   add_dtype(sub, o.dtype);
   add_seed(sub, o.seed);
   add_finite(sub, "--scale", o.scale, tr(Msg::opt_scale));
@@ -123,9 +126,36 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
   add_trace_files(sub, o.trace_files);
 }
 
+// What a mistake needs in order to show, set where the command line left it free: no-max needs
+// scores past exp's range, finite-mask a row that sees no key (bottom-right, n > m), wrong-align
+// n != m with bottom-right intended. o.showcase lists the changes for the problem header.
+void showcase_mistake(AttentionOptions& o) {
+  const bool m_free = o.files.q.empty() && o.m == 0;
+  auto set_causal = [&o](CausalAlign align) {
+    if (!o.causal) o.showcase.push_back("--causal");
+    if (o.align != align || !o.align_given)
+      o.showcase.push_back(align == CausalAlign::top_left ? "--causal-align top-left"
+                                                          : "--causal-align bottom-right");
+    o.causal = true, o.align = align, o.causal_implied = false;
+  };
+  auto set_m = [&o](index_t m) {
+    o.m = std::max<index_t>(1, m);
+    o.showcase.push_back(fmt::format("--m {}", o.m));
+  };
+  if (o.mistake == Mistake::no_max && !o.scale) {
+    o.scale = o.accumulator() == Precision::fp64 ? 300.0 : 40.0;  // past ~709 / ~88
+    o.showcase.push_back(fmt::format("--scale {}", *o.scale));
+  } else if (o.mistake == Mistake::finite_mask) {
+    if (m_free) set_m(o.n * 3 / 5);
+    set_causal(o.align_given ? o.align : CausalAlign::bottom_right);
+  } else if (o.mistake == Mistake::wrong_align) {
+    if (m_free) set_m(o.n + o.n / 2);
+    set_causal(CausalAlign::bottom_right);
+  }
+}
+
 LoadedArrays prepare_inputs(AttentionOptions& o) {
-  if (o.mistake == Mistake::wrong_align) o.causal = true, o.align = CausalAlign::bottom_right;
-  if (o.mistake == Mistake::finite_mask) o.causal = true;
+  showcase_mistake(o);
   LoadedArrays a;
   a.files = run_files(o);
   if (o.files.q.empty()) return a;
@@ -183,8 +213,12 @@ void print_problem(const AttentionOptions& o) {
   if (o.impl == Impl::fast) ui::say(Msg::problem_fast, thread_count(o));
   ui::say(!o.causal                          ? Msg::mask_none
           : o.align == CausalAlign::top_left ? Msg::mask_top_left
-                                             : Msg::mask_bottom_right);
+                                             : Msg::mask_bottom_right,
+          o.causal_implied ? tr(Msg::align_implies_causal) : "");
   const Mask mask = params.mask_for(o.n, m);
+  if (!o.showcase.empty())
+    ui::say(Msg::break_showcase, ui::info(o.mistake).name,
+            fmt::format("{}", fmt::join(o.showcase, " ")));
   index_t unseeing = 0;
   for (index_t q = 0; q < o.n; ++q) unseeing += mask.visible_keys(q) == 0;
   if (unseeing > 0) ui::say(Msg::rows_unseeing, unseeing, o.n);
@@ -221,6 +255,11 @@ void print_mistake(Mistake mistake) {
     if (end == std::string::npos) break;
     start = end + 1;
   }
+}
+
+void print_mistake_verdict(Mistake mistake, bool passed) {
+  ui::result(passed ? Msg::mistake_expected_pass : Msg::mistake_expected_fail,
+             ui::info(mistake).name);
 }
 
 void print_mistake_list(Subcommand which) {

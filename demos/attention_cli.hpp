@@ -44,6 +44,9 @@ struct AttentionOptions {
   bool tiles_given = false;     // --block-q or --block-k on the command line
   bool deterministic = false;   // --deterministic (backward on the GPU)
   bool draws_per_mask = false;  // backward: the lecture draws Q, K, V afresh for its causal run
+  bool causal_implied = false;  // --causal-align without --causal
+  bool align_given = false;     // --causal-align on the command line
+  std::vector<std::string> showcase;  // what --break changed so that its mistake shows
 
   // Which triple of the lecture's random draws the run takes: the lecture's demo 3 loops over
   // causal = False, True and draws inside the loop, so its causal run takes the second triple.
@@ -107,6 +110,9 @@ void print_reference_title(const AttentionOptions& o);
 
 // "max |X - X_ref| = 3.1e-07   naive fp32 2.4e-07, bound 2x + 1e-6 = 1.5e-06: pass", or the
 // reason there is no verdict (the naive yardstick overflowed in that precision).
+// After the verdict of a --break run: FAIL is the expected outcome (or why it passed).
+void print_mistake_verdict(Mistake mistake, bool passed);
+
 void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v);
 
 // What a --break mistake does and why it drifts (or, at these scores, does not).

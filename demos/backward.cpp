@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "attention_cli.hpp"
@@ -132,6 +133,10 @@ void print_drift(const BackwardResult<T>& g, const BackwardResult<W>& ref,
     ui::result(Msg::backward_broken, names[k], names[k],
                ui::sci(max_abs_error(*mine[k], *refs[k]).value),
                rows_above(*mine[k], *refs[k], 1e-6), refs[k]->rows());
+  for (int k = 0; k < 3 && !ui::settings().quiet; ++k) {
+    const std::vector<bool> off = rows_off(*mine[k], *refs[k], 1e-6);
+    if (std::count(off.begin(), off.end(), true) > 0) ui::print_row_map(off, names[k]);
+  }
 }
 
 template <class T>
@@ -166,6 +171,8 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   const BackwardVerdicts v = judge_backward(g, ref, naive_gradients(in, o, up), o.working());
   if (o.mistake != Mistake::none) print_drift(g, ref.g, o);
   if (o.parts.results) print_results(v, o);
+  if (o.parts.results && o.mistake != Mistake::none)
+    print_mistake_verdict(o.mistake, v.dQ.pass() && v.dK.pass() && v.dV.pass());
   if (o.parts.extra) print_finite_differences(in, g, o, up);
   rec.emit({{"event", "result"},
             {"subcommand", "backward"},

@@ -27,6 +27,7 @@ struct CheckOptions {
   std::string files[5];  // O, L, dQ, dK, dV, as ArrayKind
   bool causal = false;
   CausalAlign align = CausalAlign::top_left;
+  bool causal_implied = false;  // by --causal-align
   std::optional<double> scale;
   Judge judge = Judge::auto_;
 };
@@ -193,7 +194,8 @@ int run_check(const CheckOptions& o) {
   ui::say(Msg::check_problem, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
           ui::tr(!o.causal                          ? Msg::check_no_mask
                  : o.align == CausalAlign::top_left ? Msg::check_causal_tl
-                                                    : Msg::check_causal_br),
+                                                    : Msg::check_causal_br) +
+              (o.causal_implied ? ui::tr(Msg::align_implies_causal) : ""),
           p.params.scale_for(p.Q.cols()));
   ui::result_raw(fmt::format(fmt::runtime(kRow), "", ui::tr(Msg::check_col_file),
                              ui::tr(Msg::check_col_judged), ui::tr(Msg::check_col_err),
@@ -237,7 +239,7 @@ void setup_check(CLI::App& app) {
     if (k >= 2) opt->needs(dO);
   }
   sub->add_flag("--causal", o->causal, ui::tr(Msg::check_opt_causal));
-  add_align(sub, o->align);
+  add_align(sub, o->align, o->causal, o->causal_implied);
   add_finite(sub, "--scale", o->scale, ui::tr(Msg::check_opt_scale));
   add_choice<Judge>(sub, "--precision", o->judge,
                     {{"auto", Judge::auto_},

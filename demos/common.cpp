@@ -120,12 +120,16 @@ CLI::Option* add_dtype(CLI::App* app, DType& value) {
       ->default_str("fp64");
 }
 
-CLI::Option* add_align(CLI::App* app, CausalAlign& value) {
+CLI::Option* add_align(CLI::App* app, CausalAlign& value, bool& causal, bool& implied) {
   return add_choice<CausalAlign>(
              app, "--causal-align", value,
              {{"top-left", CausalAlign::top_left}, {"bottom-right", CausalAlign::bottom_right}},
              ui::tr(ui::Msg::opt_align))
-      ->default_str("top-left");
+      ->default_str("top-left")
+      ->each([&causal, &implied](const std::string&) {
+        implied = implied || !causal;
+        causal = true;
+      });
 }
 
 template <class T>

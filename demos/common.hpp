@@ -76,7 +76,9 @@ CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value,
       "{" + names + "}", ""));
   return opt;
 }
-CLI::Option* add_align(CLI::App* app, CausalAlign& value);
+// --causal-align top-left|bottom-right. An alignment only means something for a causal mask, so
+// giving it implies --causal (the problem header then says so: *implied = true).
+CLI::Option* add_align(CLI::App* app, CausalAlign& value, bool& causal, bool& implied);
 
 // Refuses a run in which a value would overflow the precision it is held in: exit 4 naming the
 // file when `file` is given (an input), else exit 2 (a quantity the options make too large).

@@ -55,6 +55,7 @@ void print_drift(const Inputs<T>& in, const ForwardResult<T>& broken,
   ui::result(Msg::forward_broken, ui::sci(e.value), e.index / o.d,
              rows_above(broken.O, ref.O, 1e-6), o.n);
   ui::result(Msg::forward_broken_L, ui::sci(max_abs_error(broken.L, ref.L).value));
+  if (!ui::settings().quiet) ui::print_row_map(rows_off(broken.O, ref.O, 1e-6), "O");
   AttentionOptions fixed = o;
   fixed.mistake = Mistake::none;
   const auto good =
@@ -112,6 +113,8 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   const ForwardVerdicts verdicts = judge_forward(out, ref, low, R, o.working());
   if (o.mistake != Mistake::none) print_drift(in, out, ref, o);
   if (o.parts.results) print_errors(verdicts, o);
+  if (o.parts.results && o.mistake != Mistake::none)
+    print_mistake_verdict(o.mistake, verdicts.O.pass() && verdicts.L.pass());
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
   rec.emit(result_event(verdicts));
   rec.finish(files.files);

@@ -46,4 +46,21 @@ void print_tile_map(const Tiling& t, const Mask& mask, index_t current_i, index_
       100.0 * c.entries_computed / c.entries_total, grouped(c.entries_visible));
 }
 
+void print_row_map(const std::vector<bool>& off, const std::string& label) {
+  constexpr std::size_t kPerLine = 50, kMaxMarks = 200;
+  const std::size_t n = off.size(), per = (n + kMaxMarks - 1) / kMaxMarks;
+  if (n == 0) return;
+  say_raw(per == 1 ? tr(Msg::row_map_title, label) : tr(Msg::row_map_title_grouped, label, per));
+  const std::size_t marks = (n + per - 1) / per;
+  for (std::size_t line = 0; line * kPerLine < marks; ++line) {
+    std::string text = fmt::format("  {:>7}  ", line * kPerLine * per);
+    for (std::size_t k = line * kPerLine; k < std::min(marks, (line + 1) * kPerLine); ++k) {
+      bool any = false;
+      for (std::size_t r = k * per; r < std::min(n, (k + 1) * per); ++r) any = any || off[r];
+      text += any ? paint("█", Paint::changed) : "·";
+    }
+    say_raw(text + "\n");
+  }
+}
+
 }  // namespace fd::ui

@@ -20,6 +20,10 @@
 //                         precision, so no bound exists there. Never a pass.
 #pragma once
 
+#include <vector>
+
+#include <algorithm>
+
 #include <Eigen/Core>
 #include <cmath>
 #include <type_traits>
@@ -69,18 +73,23 @@ double max_finite_abs(const Eigen::DenseBase<B>& ref) {
   return worst;
 }
 
+// For each row of x: has it an entry more than tol from ref (a NaN counts as off)?
+template <class A, class B>
+std::vector<bool> rows_off(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref,
+                           double tol) {
+  using W = std::common_type_t<typename A::Scalar, typename B::Scalar>;
+  std::vector<bool> off(std::size_t(x.rows()), false);
+  for (index_t r = 0; r < x.rows(); ++r)
+    for (index_t c = 0; c < x.cols() && !off[std::size_t(r)]; ++c)
+      off[std::size_t(r)] = !(abs_error(W(x.derived()(r, c)), W(ref.derived()(r, c))) <= tol);
+  return off;
+}
+
 // Rows of x with at least one entry more than tol from ref.
 template <class A, class B>
 index_t rows_above(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref, double tol) {
-  using W = std::common_type_t<typename A::Scalar, typename B::Scalar>;
-  index_t count = 0;
-  for (index_t r = 0; r < x.rows(); ++r) {
-    bool off = false;
-    for (index_t c = 0; c < x.cols() && !off; ++c)
-      off = !(abs_error(W(x.derived()(r, c)), W(ref.derived()(r, c))) <= tol);
-    count += off;
-  }
-  return count;
+  const std::vector<bool> off = rows_off(x, ref, tol);
+  return index_t(std::count(off.begin(), off.end(), true));
 }
 
 // The first row with an entry more than tol from ref; -1 when none.
