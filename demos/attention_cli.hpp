@@ -1,5 +1,6 @@
 // attention_cli.hpp — what `forward` and `backward` share: their options (sizes or .npy inputs,
-// mask, precision, mistakes), the problem header, and the verdict lines of DESIGN.md's rule.
+// mask, precision, mistakes), the problem header, and the verdict lines of the correctness rule
+// (src/flashdemo/compare.hpp; docs/correctness.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
