@@ -324,7 +324,8 @@ void print_table(const BenchOptions& o, const nlohmann::json& j) {
 template <class T>
 void run_bench_as(const BenchOptions& o) {
   const Arrays<T> a = random_arrays<T>(o);
-  nlohmann::json j = {{"impl", impl_name(o.impl)},
+  nlohmann::json j = {{"event", "bench"},
+                      {"impl", impl_name(o.impl)},
                       {"device", o.device == Device::cuda ? "cuda" : "cpu"},
                       {"dtype", dtype_name(o.dtype)},
                       {"pass", o.pass == cuda::Pass::fwd ? "fwd" : "bwd"},
