@@ -14,6 +14,7 @@
 #include "flashdemo/npy.hpp"
 #include "flashdemo/precision.hpp"
 #include "ui/format.hpp"
+#include "ui/json_trace.hpp"
 #include "ui/mistakes.hpp"
 #include "ui/output.hpp"
 #include "ui/verdict.hpp"
@@ -185,8 +186,15 @@ nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand) 
     }
     grid.push_back(row);
   }
+  const bool files = !o.files.q.empty();
   return {{"event", "problem"},
           {"subcommand", subcommand},
+          {"inputs", input_source(o)},
+          {"seed", files ? nlohmann::json(nullptr) : nlohmann::json(o.seed)},
+          {"draw", files ? nlohmann::json(nullptr) : nlohmann::json(o.draw())},
+          {"break", o.mistake == Mistake::none ? nlohmann::json(nullptr)
+                                               : nlohmann::json(ui::info(o.mistake).name)},
+          {"show_p", o.show_p < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.show_p)},
           {"n", o.n},
           {"m", o.keys()},
           {"d", o.d},
@@ -201,6 +209,17 @@ nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand) 
           {"Tr", t.Tr()},
           {"Tc", t.Tc()},
           {"grid", grid}};
+}
+
+const char* input_source(const AttentionOptions& o) {
+  return !o.files.q.empty() ? "files" : o.seed == 0 ? "lecture" : "seeded";
+}
+
+void add_verdict(nlohmann::json& event, const std::string& label, const RuleVerdict& v) {
+  event["err_" + label] = ui::number(v.err);
+  event["naive_" + label] = ui::number(v.naive);
+  event["bound_" + label] = ui::number(v.bound);
+  event["verdict_" + label] = ui::outcome_id(v.outcome);
 }
 
 void print_problem(const AttentionOptions& o) {

@@ -1,5 +1,6 @@
 // attention_cli.hpp — what `forward` and `backward` share: their options (sizes or .npy inputs,
-// mask, precision, mistakes), the problem header, and the verdict lines of DESIGN.md's rule.
+// mask, precision, mistakes), the problem header, and the verdict lines of the correctness rule
+// (src/flashdemo/compare.hpp; docs/correctness.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -96,8 +97,17 @@ void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size
 // The problem: shapes, precision, scale, tiles, mask, where the inputs come from.
 void print_problem(const AttentionOptions& o);
 
-// The "problem" event that opens a JSON trace: sizes, tiles, mask and the tile grid.
+// The "problem" event that opens a JSON trace: sizes, tiles, mask, the tile grid, where the
+// inputs come from (the lecture's draws, another seed's, or files), --break and --show-p.
 nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand);
+
+// Where the inputs come from: "files" (--q, --k, --v), "lecture" (drawn as the lecture draws
+// them, after torch.manual_seed(0)) or "seeded" (the same draws after another --seed).
+const char* input_source(const AttentionOptions& o);
+
+// The rule's verdict on one array, as fields of a "result" event: err_X, naive_X, bound_X and
+// verdict_X ("pass", "fail" or "no verdict") for X = label.
+void add_verdict(nlohmann::json& event, const std::string& label, const RuleVerdict& v);
 
 // The threads the fast path runs on: --threads, else every hardware thread.
 index_t thread_count(const AttentionOptions& o);

@@ -91,6 +91,17 @@ BackwardVerdicts judge_backward(const BackwardResult<T>& g, const ReferenceGradi
           judge(p, g.dV, r.dV, naive.dV, ref.R.dV), judge(p, g.D, r.D, naive.D, ref.R.D)};
 }
 
+// The errors and the rule's verdicts; "pass" only when dQ, dK, dV and D all pass.
+nlohmann::json result_event(const BackwardVerdicts& v) {
+  nlohmann::json e = {{"event", "result"}, {"subcommand", "backward"}};
+  add_verdict(e, "dQ", v.dQ);
+  add_verdict(e, "dK", v.dK);
+  add_verdict(e, "dV", v.dV);
+  add_verdict(e, "D", v.D);
+  e["pass"] = v.dQ.pass() && v.dK.pass() && v.dV.pass() && v.D.pass();
+  return e;
+}
+
 template <class T>
 void print_finite_differences(const Inputs<T>& in, const BackwardResult<T>& g,
                               const AttentionOptions& o, const Upstream& up) {
@@ -174,12 +185,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   if (o.parts.results && o.mistake != Mistake::none)
     print_mistake_verdict(o.mistake, v.dQ.pass() && v.dK.pass() && v.dV.pass());
   if (o.parts.extra) print_finite_differences(in, g, o, up);
-  rec.emit({{"event", "result"},
-            {"subcommand", "backward"},
-            {"err_dQ", ui::number(v.dQ.err)},
-            {"err_dK", ui::number(v.dK.err)},
-            {"err_dV", ui::number(v.dV.err)},
-            {"err_D", ui::number(v.D.err)}});
+  rec.emit(result_event(v));
   rec.finish(files.files);
   stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_do, dO);

@@ -1,6 +1,7 @@
-// bench.cpp — `flashdemo bench` (the JSON contract of DESIGN.md):
-//   impl, device, dtype, pass, b, h, n, m, d, causal, median_ms, min_ms, max_ms, reps, tflops,
-//   verified, peak_bytes (CPU)
+// bench.cpp — `flashdemo bench`: times one case and prints one object (the `bench` event of
+// docs/trace-format.md, which lists every field; tests/json_schema_test.py holds it to that):
+//   event, impl, device, dtype, pass, b, h, n, m, d, causal, median_ms, min_ms, max_ms, reps,
+//   tflops, verified, verified_rows, max_error, error_bound; on the CPU also threads, peak_bytes
 // FLOPs as FlashAttention's benchmarks count them: forward 4 b h n m d, halved when causal with
 // n == m; backward 2.5x forward. Every case is verified before it is timed: in full against the
 // fp64 reference when small, on sampled rows of the first and last head otherwise (verify.hpp).
@@ -323,7 +324,8 @@ void print_table(const BenchOptions& o, const nlohmann::json& j) {
 template <class T>
 void run_bench_as(const BenchOptions& o) {
   const Arrays<T> a = random_arrays<T>(o);
-  nlohmann::json j = {{"impl", impl_name(o.impl)},
+  nlohmann::json j = {{"event", "bench"},
+                      {"impl", impl_name(o.impl)},
                       {"device", o.device == Device::cuda ? "cuda" : "cpu"},
                       {"dtype", dtype_name(o.dtype)},
                       {"pass", o.pass == cuda::Pass::fwd ? "fwd" : "bwd"},

@@ -159,9 +159,7 @@ nlohmann::json grade_event(int k, const std::string& path, Precision p, const Gr
           {"file", path},
           {"precision", precision_name(p)},
           {"pass", g.pass},
-          {"verdict", g.outcome == Outcome::pass   ? "pass"
-                      : g.outcome == Outcome::fail ? "fail"
-                                                   : "no verdict"},
+          {"verdict", ui::outcome_id(g.outcome)},
           {"max_error", ui::number(g.err)},
           {"worst", {g.worst_row, g.worst_col}},
           {"bound", ui::number(g.bound)},
@@ -214,6 +212,7 @@ int run_check(const CheckOptions& o) {
     ui::result(Msg::check_summary, passed, graded);
   rec.emit({{"event", "result"},
             {"subcommand", "check"},
+            {"pass", passed == graded},
             {"passed", passed},
             {"graded", graded},
             {"no_verdict", ungraded}});

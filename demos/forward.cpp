@@ -33,11 +33,13 @@ ForwardVerdicts judge_forward(const ForwardResult<T>& out, const ReferenceForwar
   return {judge(p, out.O, ref.O, naive.O, R.O), judge(p, out.L, ref.L, naive.L, R.L)};
 }
 
+// The errors and the rule's verdicts; "pass" only when both O and L pass.
 nlohmann::json result_event(const ForwardVerdicts& v) {
-  return {{"event", "result"},
-          {"subcommand", "forward"},
-          {"err_O", ui::number(v.O.err)},
-          {"err_L", ui::number(v.L.err)}};
+  nlohmann::json e = {{"event", "result"}, {"subcommand", "forward"}};
+  add_verdict(e, "O", v.O);
+  add_verdict(e, "L", v.L);
+  e["pass"] = v.O.pass() && v.L.pass();
+  return e;
 }
 
 void print_errors(const ForwardVerdicts& v, const AttentionOptions& o) {

@@ -116,8 +116,14 @@ template <class T>
 void run_softmax_as(const SoftmaxOptions& o, RunFiles& files) {
   const std::vector<T> x = input_values<T>(o);
   Recording rec(o.files, "flashdemo softmax");
+  const bool drawn = o.input.empty() && o.values.empty();
   rec.emit({{"event", "problem"},
             {"subcommand", "softmax"},
+            {"inputs", !o.input.empty()    ? "file"
+                       : !o.values.empty() ? "values"
+                       : o.seed == 0       ? "lecture"
+                                           : "seeded"},
+            {"seed", drawn ? nlohmann::json(o.seed) : nlohmann::json(nullptr)},
             {"x", ui::numbers(widen(x))},
             {"block", o.block},
             {"dtype", dtype_name(o.dtype)}});

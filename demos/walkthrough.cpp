@@ -99,19 +99,27 @@ std::vector<Step> forward_steps() {
   };
 }
 
+// The tiny problem of the backward screens, drawn as `flashdemo backward` draws it: afresh for
+// a causal run, like the lecture's demo 3 (AttentionOptions::draw).
+AttentionOptions tiny_backward() {
+  AttentionOptions o = tiny(8, 0, 4, 4, 4);
+  o.draws_per_mask = true;
+  return o;
+}
+
 std::vector<Step> backward_steps() {
   return {
       {Section::backward, Msg::walk_backward_1,
        "flashdemo backward --n 8 --d 4 --block-q 4 --block-k 4",
        [] {
-         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         AttentionOptions o = tiny_backward();
          o.parts = only(true, false, true, false);
          run_backward(o);
        }},
       {Section::backward, Msg::walk_backward_2,
        "flashdemo backward --n 8 --d 4 --block-q 4 --block-k 4 --causal --trace tiles",
        [] {
-         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         AttentionOptions o = tiny_backward();
          o.causal = true, o.trace = ui::TraceLevel::tiles;
          o.parts = only(false, false, false, false);
          run_backward(o);
@@ -119,7 +127,7 @@ std::vector<Step> backward_steps() {
       {Section::backward, Msg::walk_backward_3,
        "flashdemo backward --n 8 --d 4 --block-q 4 --block-k 4",
        [] {
-         AttentionOptions o = tiny(8, 0, 4, 4, 4);
+         AttentionOptions o = tiny_backward();
          o.trace = ui::TraceLevel::none, o.parts = only(false, false, false, true);
          run_backward(o);
        }},

@@ -1,6 +1,10 @@
-# check_install.cmake — after `cmake --install --prefix ROOT`: the binary and its man page exist.
+# check_install.cmake — after `cmake --install --prefix ROOT`: the binary, its man page and the
+# bash and zsh completion scripts exist where their tools look.
 include(GNUInstallDirs)
-foreach(file bin/flashdemo ${CMAKE_INSTALL_MANDIR}/man1/flashdemo.1)
+set(bash_completion ${CMAKE_INSTALL_DATADIR}/bash-completion/completions/flashdemo)
+set(zsh_completion ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions/_flashdemo)
+foreach(file bin/flashdemo ${CMAKE_INSTALL_MANDIR}/man1/flashdemo.1 ${bash_completion}
+             ${zsh_completion})
   if(NOT EXISTS "${ROOT}/${file}")
     message(FATAL_ERROR "not installed: ${ROOT}/${file}")
   endif()
@@ -9,4 +13,12 @@ file(READ "${ROOT}/${CMAKE_INSTALL_MANDIR}/man1/flashdemo.1" page)
 if(NOT page MATCHES "\\.TH FLASHDEMO 1")
   message(FATAL_ERROR "flashdemo.1 is not a man page")
 endif()
-message(STATUS "installed: bin/flashdemo and the man page")
+file(READ "${ROOT}/${bash_completion}" bash)
+if(NOT bash MATCHES "complete .*flashdemo")
+  message(FATAL_ERROR "${bash_completion} is not a bash completion script")
+endif()
+file(READ "${ROOT}/${zsh_completion}" zsh)
+if(NOT zsh MATCHES "^#compdef flashdemo")
+  message(FATAL_ERROR "${zsh_completion} is not a zsh completion script")
+endif()
+message(STATUS "installed: bin/flashdemo, the man page and the completion scripts")

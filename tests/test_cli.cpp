@@ -187,7 +187,7 @@ TEST_CASE("backward reproduces the lecture's demo 3: reference and finite differ
 TEST_CASE("memory with no options prints the lecture's table exactly") {
   const Run r = run("memory");
   REQUIRE(r.code == 0);
-  // The rows of seed_output.txt's demo-4 table: n, S and P, flash extra, standard IO, flash IO.
+  // The rows of the lecture's printed demo-4 table: n, S and P, flash extra, standard IO, flash IO.
   const std::vector<std::vector<std::string>> lecture = {
       {"1024", "0.004", "GB", "0.004", "MB", "4", "0"},
       {"4096", "0.067", "GB", "0.016", "MB", "67", "5"},

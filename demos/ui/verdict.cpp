@@ -39,6 +39,18 @@ std::string verdict_word(const RuleVerdict& v) {
   return paint(tr(Msg::word_no_verdict), Paint::bad);
 }
 
+const char* outcome_id(Outcome o) {
+  switch (o) {
+    case Outcome::pass:
+      return "pass";
+    case Outcome::fail:
+      return "fail";
+    case Outcome::no_verdict:
+      break;
+  }
+  return "no verdict";
+}
+
 std::string verdict_text(Precision p, const RuleVerdict& v, const char* option) {
   if (v.outcome == Outcome::no_verdict)
     return paint(tr(Msg::verdict_none, precision_name(p), sci(v.naive), grade_hint(p, option)),

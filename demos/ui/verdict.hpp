@@ -25,6 +25,9 @@ std::string verdict_text(Precision p, const RuleVerdict& v, const char* option =
 // "pass" / "FAIL" / "no verdict", coloured: the word of a table column.
 std::string verdict_word(const RuleVerdict& v);
 
+// "pass", "fail" or "no verdict": the fixed, untranslated name of an outcome in JSON events.
+const char* outcome_id(Outcome o);
+
 // What to do about a value beyond p's range: "use --dtype fp64 or smaller values".
 std::string overflow_hint(Precision p);
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Summarize several runs of ../shared/tools/cpu_compare.py (their --out JSON files).
+"""Summarize several runs of the CPU comparison against PyTorch (docs/performance.md, "Against
+PyTorch's fused CPU attention"): JSON files holding one object per case, with the fields pass_,
+d, causal, n, flashdemo, torch_flash, torch_math (GFLOP/s) and ratio_vs_torch_flash.
 
-    python3 scripts/summarize_cpu_compare.py docs/data/cpu_compare_kernel_run*.json
+    python3 scripts/summarize_torch_cpu.py docs/data/torch_cpu_kernel_run*.json
 
 Prints, per case, the median over the runs of flashdemo's and PyTorch's GFLOP/s and of the ratio
 flashdemo / torch_flash (each ratio taken within one run, side by side), and the ratios' range.
@@ -14,7 +16,7 @@ import sys
 def main():
     runs = [json.load(open(path)) for path in sys.argv[1:]]
     if not runs:
-        sys.exit("usage: summarize_cpu_compare.py RUN.json [RUN.json ...]")
+        sys.exit("usage: summarize_torch_cpu.py RUN.json [RUN.json ...]")
     print(f"{len(runs)} runs; GFLOP/s and ratios are medians over the runs\n")
     print("| pass | d | causal | n | flashdemo | torch flash | torch math | ratio (median) | ratio (range) |")
     print("|---|---|---|---|---|---|---|---|---|")
