@@ -202,6 +202,23 @@ std::string reference_name(const AttentionOptions& o) {
   return o.working() == Precision::fp64 ? tr(Msg::reference_wide) : "fp64";
 }
 
+nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
+                            const std::vector<std::pair<const char*, RuleVerdict>>& verdicts) {
+  nlohmann::json event = {{"event", "result"},
+                          {"subcommand", subcommand},
+                          {"reference", o.working() == Precision::fp64 ? "long double" : "fp64"}};
+  for (const auto& [name, v] : verdicts) {
+    const std::string x(name);
+    event["err_" + x] = ui::number(v.err);
+    event["naive_" + x] = ui::number(v.naive);
+    event["bound_" + x] = ui::number(v.bound);
+    event["verdict_" + x] = v.outcome == Outcome::pass   ? "pass"
+                            : v.outcome == Outcome::fail ? "fail"
+                                                         : "no verdict";
+  }
+  return event;
+}
+
 void print_reference_title(const AttentionOptions& o) {
   ui::section(tr(Msg::against_reference, reference_name(o)));
 }

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common.hpp"
 #include "flashdemo/attention.hpp"
@@ -104,6 +106,12 @@ std::string reference_name(const AttentionOptions& o);
 
 // The section title: against the reference, in the type it was computed in.
 void print_reference_title(const AttentionOptions& o);
+
+// The "result" event of forward and backward: for each array X its error err_X, the naive
+// error naive_X, the bound bound_X and the verdict verdict_X ("pass", "fail", "no verdict"),
+// and the reference's type ("long double" for an fp64 run, else "fp64").
+nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
+                            const std::vector<std::pair<const char*, RuleVerdict>>& verdicts);
 
 // "max |X - X_ref| = 3.1e-07   naive fp32 2.4e-07, bound 2x + 1e-6 = 1.5e-06: pass", or the
 // reason there is no verdict (the naive yardstick overflowed in that precision).

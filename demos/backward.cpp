@@ -167,12 +167,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   if (o.mistake != Mistake::none) print_drift(g, ref.g, o);
   if (o.parts.results) print_results(v, o);
   if (o.parts.extra) print_finite_differences(in, g, o, up);
-  rec.emit({{"event", "result"},
-            {"subcommand", "backward"},
-            {"err_dQ", ui::number(v.dQ.err)},
-            {"err_dK", ui::number(v.dK.err)},
-            {"err_dV", ui::number(v.dV.err)},
-            {"err_D", ui::number(v.D.err)}});
+  rec.emit(result_event(o, "backward", {{"dQ", v.dQ}, {"dK", v.dK}, {"dV", v.dV}, {"D", v.D}}));
   rec.finish(files.files);
   stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_do, dO);

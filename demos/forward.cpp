@@ -33,13 +33,6 @@ ForwardVerdicts judge_forward(const ForwardResult<T>& out, const ReferenceForwar
   return {judge(p, out.O, ref.O, naive.O, R.O), judge(p, out.L, ref.L, naive.L, R.L)};
 }
 
-nlohmann::json result_event(const ForwardVerdicts& v) {
-  return {{"event", "result"},
-          {"subcommand", "forward"},
-          {"err_O", ui::number(v.O.err)},
-          {"err_L", ui::number(v.L.err)}};
-}
-
 void print_errors(const ForwardVerdicts& v, const AttentionOptions& o) {
   print_reference_title(o);
   print_error_line("O", o, v.O);
@@ -113,7 +106,7 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   if (o.mistake != Mistake::none) print_drift(in, out, ref, o);
   if (o.parts.results) print_errors(verdicts, o);
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
-  rec.emit(result_event(verdicts));
+  rec.emit(result_event(o, "forward", {{"O", verdicts.O}, {"L", verdicts.L}}));
   rec.finish(files.files);
   stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_o, out.O);
