@@ -142,7 +142,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   const Upstream up{files};
   if (up.given()) require_fits(files.dO, "dO", o.working(), o.files.dO);
   const ReferenceGradients<W> ref = reference_gradients<W>(in, o, up);
-  Recording rec(o.trace_files, "flashdemo backward");
+  Recording rec(o.trace_files, ui::tr(Msg::backward_title));
   rec.emit(problem_event(o, "backward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::backward_title), ui::tr(Msg::backward_source));
   if (o.parts.problem) print_problem(o);

@@ -86,7 +86,7 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
                                         in.V.template cast<W>(), o.params());
   require_fits(ref.S, "S = scale Q K^T", o.accumulator(), "");
   const auto low = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision);
-  Recording rec(o.trace_files, "flashdemo forward");
+  Recording rec(o.trace_files, ui::tr(Msg::forward_title));
   rec.emit(problem_event(o, "forward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::forward_title), ui::tr(Msg::forward_source));
   if (o.parts.problem) print_problem(o);

@@ -93,7 +93,7 @@ void print_merge(const std::vector<T>& x, index_t block, const RowState<T>& whol
 template <class T>
 void run_softmax_as(const SoftmaxOptions& o, RunFiles& files) {
   const std::vector<T> x = input_values<T>(o);
-  Recording rec(o.files, "flashdemo softmax");
+  Recording rec(o.files, ui::tr(Msg::softmax_title));
   rec.emit({{"event", "problem"},
             {"subcommand", "softmax"},
             {"x", ui::numbers(widen(x))},
