@@ -215,13 +215,6 @@ const char* input_source(const AttentionOptions& o) {
   return !o.files.q.empty() ? "files" : o.seed == 0 ? "lecture" : "seeded";
 }
 
-void add_verdict(nlohmann::json& event, const std::string& label, const RuleVerdict& v) {
-  event["err_" + label] = ui::number(v.err);
-  event["naive_" + label] = ui::number(v.naive);
-  event["bound_" + label] = ui::number(v.bound);
-  event["verdict_" + label] = ui::outcome_id(v.outcome);
-}
-
 void print_problem(const AttentionOptions& o) {
   const AttnParams params = o.params();
   const index_t m = o.keys();
@@ -253,6 +246,24 @@ index_t thread_count(const AttentionOptions& o) {
 
 std::string reference_name(const AttentionOptions& o) {
   return o.working() == Precision::fp64 ? tr(Msg::reference_wide) : "fp64";
+}
+
+nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
+                            const std::vector<std::pair<const char*, RuleVerdict>>& verdicts) {
+  nlohmann::json event = {{"event", "result"},
+                          {"subcommand", subcommand},
+                          {"reference", o.working() == Precision::fp64 ? "long double" : "fp64"}};
+  bool all_pass = true;
+  for (const auto& [name, v] : verdicts) {
+    const std::string x(name);
+    event["err_" + x] = ui::number(v.err);
+    event["naive_" + x] = ui::number(v.naive);
+    event["bound_" + x] = ui::number(v.bound);
+    event["verdict_" + x] = ui::outcome_id(v.outcome);
+    all_pass = all_pass && v.pass();
+  }
+  event["pass"] = all_pass;
+  return event;
 }
 
 void print_reference_title(const AttentionOptions& o) {

@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common.hpp"
 #include "flashdemo/attention.hpp"
@@ -105,10 +107,6 @@ nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand);
 // them, after torch.manual_seed(0)) or "seeded" (the same draws after another --seed).
 const char* input_source(const AttentionOptions& o);
 
-// The rule's verdict on one array, as fields of a "result" event: err_X, naive_X, bound_X and
-// verdict_X ("pass", "fail" or "no verdict") for X = label.
-void add_verdict(nlohmann::json& event, const std::string& label, const RuleVerdict& v);
-
 // The threads the fast path runs on: --threads, else every hardware thread.
 index_t thread_count(const AttentionOptions& o);
 
@@ -118,10 +116,17 @@ std::string reference_name(const AttentionOptions& o);
 // The section title: against the reference, in the type it was computed in.
 void print_reference_title(const AttentionOptions& o);
 
-// "max |X - X_ref| = 3.1e-07   naive fp32 2.4e-07, bound 2x + 1e-6 = 1.5e-06: pass", or the
-// reason there is no verdict (the naive yardstick overflowed in that precision).
+// The "result" event of forward and backward: for each array X its error err_X, the naive
+// error naive_X, the bound bound_X and the verdict verdict_X ("pass", "fail", "no verdict"),
+// the reference's type ("long double" for an fp64 run, else "fp64"), and "pass": all of them pass.
+nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
+                            const std::vector<std::pair<const char*, RuleVerdict>>& verdicts);
+
 // After the verdict of a --break run: FAIL is the expected outcome (or why it passed).
 void print_mistake_verdict(Mistake mistake, bool passed);
+
+// "max |X - X_ref| = 3.1e-07   naive fp32 2.4e-07, bound 2x + 1e-6 = 1.5e-06: pass", or the
+// reason there is no verdict (the naive yardstick overflowed in that precision).
 
 void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v);
 

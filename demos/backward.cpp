@@ -91,17 +91,6 @@ BackwardVerdicts judge_backward(const BackwardResult<T>& g, const ReferenceGradi
           judge(p, g.dV, r.dV, naive.dV, ref.R.dV), judge(p, g.D, r.D, naive.D, ref.R.D)};
 }
 
-// The errors and the rule's verdicts; "pass" only when dQ, dK, dV and D all pass.
-nlohmann::json result_event(const BackwardVerdicts& v) {
-  nlohmann::json e = {{"event", "result"}, {"subcommand", "backward"}};
-  add_verdict(e, "dQ", v.dQ);
-  add_verdict(e, "dK", v.dK);
-  add_verdict(e, "dV", v.dV);
-  add_verdict(e, "D", v.D);
-  e["pass"] = v.dQ.pass() && v.dK.pass() && v.dV.pass() && v.D.pass();
-  return e;
-}
-
 template <class T>
 void print_finite_differences(const Inputs<T>& in, const BackwardResult<T>& g,
                               const AttentionOptions& o, const Upstream& up) {
@@ -158,7 +147,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   const Upstream up{files};
   if (up.given()) require_fits(files.dO, "dO", o.working(), o.files.dO);
   const ReferenceGradients<W> ref = reference_gradients<W>(in, o, up);
-  Recording rec(o.trace_files, "flashdemo backward");
+  Recording rec(o.trace_files, ui::tr(Msg::backward_title));
   rec.emit(problem_event(o, "backward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::backward_title), ui::tr(Msg::backward_source));
   if (o.parts.problem) print_problem(o);
@@ -185,7 +174,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   if (o.parts.results && o.mistake != Mistake::none)
     print_mistake_verdict(o.mistake, v.dQ.pass() && v.dK.pass() && v.dV.pass());
   if (o.parts.extra) print_finite_differences(in, g, o, up);
-  rec.emit(result_event(v));
+  rec.emit(result_event(o, "backward", {{"dQ", v.dQ}, {"dK", v.dK}, {"dV", v.dV}, {"D", v.D}}));
   rec.finish(files.files);
   stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_do, dO);

@@ -33,15 +33,6 @@ ForwardVerdicts judge_forward(const ForwardResult<T>& out, const ReferenceForwar
   return {judge(p, out.O, ref.O, naive.O, R.O), judge(p, out.L, ref.L, naive.L, R.L)};
 }
 
-// The errors and the rule's verdicts; "pass" only when both O and L pass.
-nlohmann::json result_event(const ForwardVerdicts& v) {
-  nlohmann::json e = {{"event", "result"}, {"subcommand", "forward"}};
-  add_verdict(e, "O", v.O);
-  add_verdict(e, "L", v.L);
-  e["pass"] = v.O.pass() && v.L.pass();
-  return e;
-}
-
 void print_errors(const ForwardVerdicts& v, const AttentionOptions& o) {
   print_reference_title(o);
   print_error_line("O", o, v.O);
@@ -96,7 +87,7 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
                                         in.V.template cast<W>(), o.params());
   require_fits(ref.S, "S = scale Q K^T", o.accumulator(), "");
   const auto low = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision);
-  Recording rec(o.trace_files, "flashdemo forward");
+  Recording rec(o.trace_files, ui::tr(Msg::forward_title));
   rec.emit(problem_event(o, "forward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::forward_title), ui::tr(Msg::forward_source));
   if (o.parts.problem) print_problem(o);
@@ -118,7 +109,7 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   if (o.parts.results && o.mistake != Mistake::none)
     print_mistake_verdict(o.mistake, verdicts.O.pass() && verdicts.L.pass());
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
-  rec.emit(result_event(verdicts));
+  rec.emit(result_event(o, "forward", {{"O", verdicts.O}, {"L", verdicts.L}}));
   rec.finish(files.files);
   stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_o, out.O);

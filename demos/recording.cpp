@@ -85,7 +85,8 @@ void Recording::emit(const nlohmann::json& object) {
 
 void Recording::finish(RunFiles& files) {
   if (file_json_) files.stage(files_.json_file, file_buffer_.str());
-  if (html_json_) files.stage(files_.html_file, ui::html_replay(title_, html_json_->written()));
+  if (html_json_)
+    files.stage(files_.html_file, ui::html_replay(title_, html_json_->written(), ui::lang()));
 }
 
 }  // namespace fd::demos

@@ -48,6 +48,7 @@ class RunFiles {
 
 class Recording {
  public:
+  // title: the HTML page's title, the subcommand's heading in the run's language.
   Recording(const TraceFiles& files, std::string title);
   ~Recording();
 

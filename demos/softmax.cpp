@@ -115,7 +115,7 @@ void print_naive(const std::vector<T>& x, DType dtype) {
 template <class T>
 void run_softmax_as(const SoftmaxOptions& o, RunFiles& files) {
   const std::vector<T> x = input_values<T>(o);
-  Recording rec(o.files, "flashdemo softmax");
+  Recording rec(o.files, ui::tr(Msg::softmax_title));
   const bool drawn = o.input.empty() && o.values.empty();
   rec.emit({{"event", "problem"},
             {"subcommand", "softmax"},

@@ -1,4 +1,5 @@
-// html_replay.cpp — fills the replay page's two placeholders and writes it (see html_replay.hpp).
+// html_replay.cpp — fills the replay page's placeholders: title, language, events and the page's
+// words (see html_replay.hpp).
 #include "ui/html_replay.hpp"
 
 #include "flashdemo/file_io.hpp"
@@ -9,12 +10,16 @@
 #include <fstream>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 namespace fd::ui {
 namespace {
 
 constexpr std::string_view kEventsMark = "/*FLASHDEMO_EVENTS*/[]";
+constexpr std::string_view kTextMark = "/*FLASHDEMO_TEXT*/{}";
 constexpr std::string_view kTitleMark = "FLASHDEMO_TITLE";
+constexpr std::string_view kLangMark = "FLASHDEMO_LANG";
+constexpr std::string_view kPagePrefix = "html_";
 
 std::string html_escape(const std::string& text) {
   std::string out;
@@ -42,11 +47,10 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
-// The events as a JS array literal that is also valid JSON. "<" only occurs inside strings, so
-// "</" -> "<\/" and "<!--" -> "\u003c!--" keep the HTML parser inside the script element.
-std::string events_literal(const std::vector<nlohmann::json>& events) {
-  const nlohmann::json array(events);
-  const std::string json = array.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// JSON as a JS literal that is also valid JSON. "<" only occurs inside strings, so "</" -> "<\/"
+// and "<!--" -> "\u003c!--" keep the HTML parser inside the script element.
+std::string script_literal(const nlohmann::json& value) {
+  const std::string json = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(json.size() + json.size() / 64);
   for (std::size_t k = 0; k < json.size(); ++k) {
@@ -62,25 +66,41 @@ std::string events_literal(const std::vector<nlohmann::json>& events) {
   return out;
 }
 
+// The page's words: every html_ message, keyed without the prefix, in `lang`.
+nlohmann::json page_text(Lang lang) {
+  nlohmann::json words = nlohmann::json::object();
+  for (int k = 0; k < int(Msg::count_); ++k) {
+    const std::string_view key = key_name(Msg(k));
+    if (key.substr(0, kPagePrefix.size()) == kPagePrefix)
+      words[std::string(key.substr(kPagePrefix.size()))] = text(Msg(k), lang);
+  }
+  return words;
+}
+
 }  // namespace
 
-std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events) {
-  // One pass over the template, so that neither substitution can rewrite the other's text.
+std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events,
+                        Lang lang) {
+  // One pass over the template, so that no substitution can rewrite another's text.
   const std::string_view page(kReplayTemplate);
-  const std::string safe_title = html_escape(title);
+  const std::pair<std::string_view, std::string> marks[] = {
+      {kEventsMark, script_literal(nlohmann::json(events))},
+      {kTextMark, script_literal(page_text(lang))},
+      {kTitleMark, html_escape(title)},
+      {kLangMark, lang == Lang::zh ? "zh-CN" : "en"}};
   std::string out;
-  out.reserve(page.size() + 64 * events.size());
+  out.reserve(page.size() + 64 * events.size() + 16384);
   std::size_t k = 0;
   while (k < page.size()) {
-    if (page.substr(k, kEventsMark.size()) == kEventsMark) {
-      out += events_literal(events);
-      k += kEventsMark.size();
-    } else if (page.substr(k, kTitleMark.size()) == kTitleMark) {
-      out += safe_title;
-      k += kTitleMark.size();
-    } else {
-      out += page[k++];
+    bool replaced = false;
+    for (const auto& [mark, value] : marks) {
+      if (page.compare(k, mark.size(), mark) != 0) continue;
+      out += value;
+      k += mark.size();
+      replaced = true;
+      break;
     }
+    if (!replaced) out += page[k++];
   }
   return out;
 }

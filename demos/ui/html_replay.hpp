@@ -2,11 +2,14 @@
 // fetched) that replays a run's recorded events: the tile grid, the current tile's Q, K and O
 // blocks, and the state each step changed. The page is demos/ui/replay.html; CMake embeds it as
 // kReplayTemplate. The events are the JSON objects of json_trace.hpp, in order, "problem" first.
+// Its words are the html_ messages of demos/ui/messages/html.inc, in the run's language.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "ui/i18n.hpp"
 
 namespace fd::ui {
 
@@ -14,7 +17,8 @@ namespace fd::ui {
 extern const char kReplayTemplate[];
 
 // The template with the events as a JSON array (each "</" written "<\/" so that no string can
-// close the script) and the title, HTML-escaped. Pure: no files.
-std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events);
+// close the script), the page's words in `lang`, and the title, HTML-escaped. Pure: no files.
+std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events,
+                        Lang lang);
 
 }  // namespace fd::ui
