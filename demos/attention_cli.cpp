@@ -219,9 +219,10 @@ void print_problem(const AttentionOptions& o) {
   const AttnParams params = o.params();
   const index_t m = o.keys();
   ui::say(Msg::problem_shapes, o.n, o.d, m, o.d, precision_name(o.working()),
-          o.emulated() ? tr(Msg::problem_emulated) : "",
           o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), o.tiles().Br,
           o.tiles().Bc);
+  if (o.emulated())
+    ui::say(Msg::problem_emulated, precision_name(o.working()), precision_name(o.working()));
   if (o.impl == Impl::fast) ui::say(Msg::problem_fast, thread_count(o));
   ui::say(!o.causal                          ? Msg::mask_none
           : o.align == CausalAlign::top_left ? Msg::mask_top_left
@@ -270,8 +271,11 @@ void print_reference_title(const AttentionOptions& o) {
   ui::section(tr(Msg::against_reference, reference_name(o)));
 }
 
-void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v) {
-  ui::result(Msg::error_line, label, label, ui::sci(v.err), ui::verdict_text(o.working(), v));
+void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v,
+                      std::size_t label_width) {
+  const std::size_t pad = label_width > label.size() ? 2 * (label_width - label.size()) : 0;
+  const std::string expr = fmt::format("|{} - {}_ref|", label, label) + std::string(pad, ' ');
+  ui::result(Msg::error_line, expr, ui::sci(v.err), ui::verdict_text(o.working(), v));
 }
 
 void print_mistake(Mistake mistake) {

@@ -128,7 +128,9 @@ void print_mistake_verdict(Mistake mistake, bool passed);
 // "max |X - X_ref| = 3.1e-07   naive fp32 2.4e-07, bound 2x + 1e-6 = 1.5e-06: pass", or the
 // reason there is no verdict (the naive yardstick overflowed in that precision).
 
-void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v);
+// label_width: the widest label of the block, so that "|D - D_ref|" lines up with "|dQ - dQ_ref|".
+void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v,
+                      std::size_t label_width = 0);
 
 // What a --break mistake does and why it drifts (or, at these scores, does not).
 void print_mistake(Mistake mistake);

@@ -106,9 +106,9 @@ void print_finite_differences(const Inputs<T>& in, const BackwardResult<T>& g,
   for (const GradSample& s : samples) {
     const int k = int(s.operand);
     const double mine = double((*grads[k])(s.row, s.col));
-    ui::result_raw(fmt::format("  {:<14} {:>16.10f} {:>16.10f} {:>10}\n",
-                               fmt::format("{}({},{})", names[k], s.row, s.col), mine, s.value,
-                               ui::sci(std::abs(mine - s.value))));
+    ui::result_raw(fmt::format(
+        "  {:<14} {:>16} {:>16} {:>10}\n", fmt::format("{}({},{})", names[k], s.row, s.col),
+        ui::fixed(mine, 10), ui::fixed(s.value, 10), ui::sci(std::abs(mine - s.value))));
   }
 }
 
@@ -117,7 +117,7 @@ void print_results(const BackwardVerdicts& v, const AttentionOptions& o) {
   print_error_line("dQ", o, v.dQ);
   print_error_line("dK", o, v.dK);
   print_error_line("dV", o, v.dV);
-  print_error_line("D", o, v.D);
+  print_error_line("D", o, v.D, 2);
   ui::say(Msg::backward_d_note);
 }
 
@@ -156,12 +156,13 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   else if (o.parts.problem)
     ui::say(Msg::backward_loss_square);
   if (o.parts.problem) print_storage(o, o.emulated() ? 2 : sizeof(T));
-  ui::say_raw("\n");
   const ForwardResult<T> fwd = forward_on_device(o, in, nullptr);
   const Mat<T> dO = up.dO<T>(fwd.O).unaryExpr([&](T v) { return round_to(o.precision, v); });
-  if (o.parts.map && o.trace >= ui::TraceLevel::summary)
+  if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
+    ui::say_raw("\n");
     ui::print_tile_map(o.tiling(), o.params().mask_for(o.n, o.keys()));
-  ui::BackwardTrace trace(o.trace);
+  }
+  ui::BackwardTrace trace(o.trace, o.tiling(), o.params().mask_for(o.n, o.keys()));
   if (o.trace >= ui::TraceLevel::tiles) {
     ui::section(ui::tr(Msg::backward_trace_title));
     trace.print_header();

@@ -65,16 +65,24 @@ void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out, const Referen
   ui::section(ui::tr(Msg::show_p_title, q, q, q, q));
   ui::result_raw(fmt::format("  {:>6}  {:>20}  {:>20}  {:>9}\n", "k", ui::tr(Msg::show_p_recovered),
                              ui::tr(Msg::show_p_reference), "|diff|"));
-  double sum = 0, worst = 0;
+  // The visible keys one per line (the middle elided past 24); the masked ones as one line.
+  const index_t seen = o.params().mask_for(o.n, m).visible_keys(q);
+  double sum = 0, worst = 0, worst_masked = 0;
   for (index_t k = 0; k < m; ++k) {
     const double mine = double(p[std::size_t(k)]), theirs = double(ref.P(q, k));
     sum += mine, worst = std::max(worst, std::abs(mine - theirs));
-    if (m <= 24 || k < 10 || k >= m - 10)
-      ui::result_raw(fmt::format("  {:>6}  {:>20.15f}  {:>20.15f}  {:>9}\n", k, mine, theirs,
-                                 ui::sci(std::abs(mine - theirs))));
+    if (k >= seen) {
+      worst_masked = std::max(worst_masked, std::abs(mine - theirs));
+      continue;
+    }
+    if (seen <= 24 || k < 10 || k >= seen - 10)
+      ui::result_raw(fmt::format("  {:>6}  {:>20}  {:>20}  {:>9}\n", k, ui::fixed(mine, 15),
+                                 ui::fixed(theirs, 15), ui::sci(std::abs(mine - theirs))));
     else if (k == 10)
       ui::result_raw(fmt::format("  {:>6}\n", "…"));
   }
+  if (seen < m)
+    ui::result(Msg::show_p_masked, ui::range(Range{seen, m}), m - seen, ui::sci(worst_masked));
   ui::result(Msg::show_p_sum, sum, ui::sci(worst));
 }
 
@@ -91,10 +99,11 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   rec.emit(problem_event(o, "forward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::forward_title), ui::tr(Msg::forward_source));
   if (o.parts.problem) print_problem(o);
-  ui::say_raw("\n");
-  if (o.parts.map && o.trace >= ui::TraceLevel::summary)
+  if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
+    ui::say_raw("\n");
     ui::print_tile_map(o.tiling(), o.params().mask_for(o.n, o.keys()));
-  ui::ForwardTrace trace(o.trace);
+  }
+  ui::ForwardTrace trace(o.trace, o.tiling(), o.params().mask_for(o.n, o.keys()));
   if (o.trace >= ui::TraceLevel::tiles) {
     ui::section(ui::tr(Msg::forward_trace_title));
     trace.print_header();

@@ -159,7 +159,7 @@ def check_result_panel(name, dom, out, arrays):
     labels = re.findall(r"max \|(\w+) − \1<sub>ref</sub>\|", body.group(1))
     expect(labels == arrays, f"{name}: the result panel lists {labels}, expected {arrays}")
     verdicts = re.findall(r'<td class="(pass|fail)">', body.group(1))
-    terminal = [v.lower() for v in re.findall(r"^\s*max \|\w+ - \w+_ref\| = .*: (pass|FAIL)\s*$",
+    terminal = [v.lower() for v in re.findall(r"^\s*max \|\w+ - \w+_ref\| *= .*: (pass|FAIL)\s*$",
                                                out, re.M)]
     expect(verdicts == terminal and len(verdicts) == len(arrays),
            f"{name}: the panel's verdicts {verdicts}, the terminal's {terminal}")

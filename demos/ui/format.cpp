@@ -13,7 +13,9 @@ namespace fd::ui {
 std::string fixed(double v, int decimals) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   if (std::abs(v) >= 1e6) return fmt::format("{:.{}e}", v, decimals);  // keep columns narrow
-  return fmt::format("{:.{}f}", v, decimals);
+  std::string text = fmt::format("{:.{}f}", v, decimals);
+  if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
+  return text;  // "-0.0000" (a tiny negative, or -0) reads as 0.0000
 }
 
 std::size_t display_width(const std::string& text) {

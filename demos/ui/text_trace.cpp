@@ -77,23 +77,61 @@ void SoftmaxTable::on(const SoftmaxBlockEvent& e) {
                       cell(fixed(e.m_new, 3), after_, e.m_new != e.m_old), alpha, e.l));
 }
 
+namespace {
+
+std::size_t digits(index_t v) {
+  return fmt::format("{}", v).size();
+}
+
+}  // namespace
+
+TraceColumns::TraceColumns(const Tiling& t, const Mask& mask, std::size_t least)
+    : tile(least), rows(least), keys(least) {
+  for (index_t i = 0; i < t.Tr(); ++i) {  // the widest label: a tile, or a run of skipped ones
+    index_t first = -1;
+    for (index_t j = 0; j <= t.Tc(); ++j) {
+      const bool skipped = j < t.Tc() && t.classify(mask, i, j) == TileKind::skipped;
+      if (skipped && first < 0) first = j;
+      if (skipped) continue;
+      if (first >= 0 && j - 1 > first)
+        tile = std::max(tile, fmt::format("({},{}..{})", i, first, j - 1).size());
+      first = -1;
+    }
+  }
+  tile = std::max(tile, tile_name(t.Tr() - 1, t.Tc() - 1).size());
+  rows = std::max(rows, 2 * digits(t.n - 1) + 1);
+  keys = std::max(keys, 2 * digits(t.m - 1) + 1);
+  alpha = std::max(alpha, 7 + digits(t.n - 1));  // "0.358 q96"
+}
+
+namespace {
+
+// The tile, rows and keys cells of a trace line, each padded to its column.
+std::string lead(const TraceColumns& w, const std::string& tile, Range rows, Range keys) {
+  return fmt::format("{:<{}} {:<{}} {:<{}}", tile, w.tile, range(rows), w.rows, range(keys),
+                     w.keys);
+}
+
+}  // namespace
+
 void ForwardTrace::print_header() const {
   if (level_ < TraceLevel::tiles) return;
-  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>15} → {:<15} {:>7}  {:<10} {}\n",
-                      tr(Msg::col_tile), tr(Msg::col_rows), tr(Msg::col_keys), tr(Msg::col_kind),
-                      tr(Msg::col_m_before), tr(Msg::col_m_after), tr(Msg::col_new_max),
-                      tr(Msg::col_min_alpha), tr(Msg::col_l_after)));
+  say_raw(fmt::format("  {:<{}} {:<{}} {:<{}} {:<7} {:>15} → {:<15} {:>7}  {:<{}} {}\n",
+                      tr(Msg::col_tile), w_.tile, tr(Msg::col_rows), w_.rows, tr(Msg::col_keys),
+                      w_.keys, tr(Msg::col_kind), tr(Msg::col_m_before), tr(Msg::col_m_after),
+                      tr(Msg::col_new_max), tr(Msg::col_min_alpha), w_.alpha,
+                      tr(Msg::col_l_after)));
 }
 
 void ForwardTrace::on(const TileEvent& e) {
   if (level_ < TraceLevel::tiles) return;
   flush_skipped();
   const index_t grew = rows_with_new_max(e);
-  say_raw(fmt::format("  {:<6} {:<6} {:<6} {:<7} {:>15} → {} {}  {:<10} {}\n", tile_name(e.i, e.j),
-                      range(e.rows), range(e.cols), kind_name(e.kind), span(e.m_old, 3),
-                      cell(span(e.m_new, 3), 15, grew > 0),
+  say_raw(fmt::format("  {} {:<7} {:>15} → {} {}  {:<{}} {}\n",
+                      lead(w_, tile_name(e.i, e.j), e.rows, e.cols), kind_name(e.kind),
+                      span(e.m_old, 3), cell(span(e.m_new, 3), 15, grew > 0),
                       cell(fmt::format("{}/{}", grew, e.m_old.size()), 7, grew > 0, false),
-                      strongest_rescale(e), span(e.l, 2)));
+                      strongest_rescale(e), w_.alpha, span(e.l, 2)));
   if (level_ < TraceLevel::rows) return;
   for (std::size_t r = 0; r < e.m_old.size(); ++r) {
     const bool grew_row = e.m_new[r] > e.m_old[r];
@@ -123,7 +161,7 @@ void ForwardTrace::flush_skipped() {
                                 : fmt::format("({},{}..{})", e.i, e.j, e.j + skipped_count_ - 1);
   const std::string count =
       skipped_count_ == 1 ? tr(Msg::one_tile) : tr(Msg::n_tiles, skipped_count_);
-  say_raw(paint(fmt::format("  {:<6} {:<6} {:<6} {:<7} {}", tiles, range(e.rows), range(e.cols),
+  say_raw(paint(fmt::format("  {} {:<7} {}", lead(w_, tiles, e.rows, e.cols),
                             kind_name(TileKind::skipped), tr(Msg::skipped_tiles, count)),
                 Paint::dim) +
           "\n");
@@ -142,9 +180,9 @@ void ForwardTrace::on(const RowsFinalEvent& e) {
 
 void BackwardTrace::print_header() const {
   if (level_ < TraceLevel::tiles) return;
-  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", tr(Msg::col_tile),
-                      tr(Msg::col_rows), tr(Msg::col_keys), tr(Msg::col_kind), tr(Msg::col_p),
-                      tr(Msg::col_d_used), tr(Msg::col_ds)));
+  say_raw(fmt::format("  {:<{}} {:<{}} {:<{}} {:<7}  {:<22} {:<20} {}\n", tr(Msg::col_tile),
+                      w_.tile, tr(Msg::col_rows), w_.rows, tr(Msg::col_keys), w_.keys,
+                      tr(Msg::col_kind), tr(Msg::col_p), tr(Msg::col_d_used), tr(Msg::col_ds)));
 }
 
 void BackwardTrace::on(const BackwardTileEvent& e) {
@@ -152,9 +190,9 @@ void BackwardTrace::on(const BackwardTileEvent& e) {
   std::vector<double> p_all(e.p_min), ds_all(e.ds_min);
   p_all.insert(p_all.end(), e.p_max.begin(), e.p_max.end());
   ds_all.insert(ds_all.end(), e.ds_max.begin(), e.ds_max.end());
-  say_raw(fmt::format("  {:<7} {:<7} {:<7} {:<7}  {:<22} {:<20} {}\n", tile_name(e.i, e.j),
-                      range(e.rows), range(e.cols), kind_name(e.kind), span(p_all, 4), span(e.D, 4),
-                      span(ds_all, 4)));
+  say_raw(fmt::format("  {} {:<7}  {:<22} {:<20} {}\n",
+                      lead(w_, tile_name(e.i, e.j), e.rows, e.cols), kind_name(e.kind),
+                      span(p_all, 4), span(e.D, 4), span(ds_all, 4)));
   if (level_ < TraceLevel::rows) return;
   for (std::size_t r = 0; r < e.L.size(); ++r)
     say_raw(tr(Msg::row_backward, e.rows.begin + index_t(r), fixed(e.L[r], 4), fixed(e.D[r], 4),

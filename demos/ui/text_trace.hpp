@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "flashdemo/tiling.hpp"
 #include "flashdemo/trace.hpp"
 
 namespace fd::ui {
@@ -23,9 +24,17 @@ class SoftmaxTable : public TraceSink {
 };
 
 // Tiled forward: a line per tile (level tiles), and each row's state after it (level rows).
+// The widths of the tile, rows and keys columns: wide enough for the largest of the run, so that
+// no line shifts (a group of skipped tiles "(3,4..9)" included).
+struct TraceColumns {
+  std::size_t tile = 6, rows = 6, keys = 6, alpha = 9;
+  TraceColumns(const Tiling& t, const Mask& mask, std::size_t least);
+};
+
 class ForwardTrace : public TraceSink {
  public:
-  explicit ForwardTrace(TraceLevel level) : level_(level) {}
+  ForwardTrace(TraceLevel level, const Tiling& tiling, const Mask& mask)
+      : level_(level), w_(tiling, mask, 6) {}
   void print_header() const;
   void on(const TileEvent& e) override;
   void on(const TileSkippedEvent& e) override;
@@ -35,6 +44,7 @@ class ForwardTrace : public TraceSink {
   void flush_skipped();  // consecutive skipped tiles of a row print as one line
 
   TraceLevel level_;
+  TraceColumns w_;
   std::optional<TileSkippedEvent> skipped_;
   index_t skipped_count_ = 0;
 };
@@ -42,13 +52,15 @@ class ForwardTrace : public TraceSink {
 // Backward: a line per tile (range of recomputed P, D used, dS), each row at level rows.
 class BackwardTrace : public TraceSink {
  public:
-  explicit BackwardTrace(TraceLevel level) : level_(level) {}
+  BackwardTrace(TraceLevel level, const Tiling& tiling, const Mask& mask)
+      : level_(level), w_(tiling, mask, 7) {}
   void print_header() const;
   void on(const BackwardTileEvent& e) override;
   void on(const KeysDoneEvent& e) override;
 
  private:
   TraceLevel level_;
+  TraceColumns w_;
 };
 
 }  // namespace fd::ui
