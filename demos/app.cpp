@@ -173,6 +173,8 @@ int parse_and_run(int argc, char** argv) {
     return failed(fd::demos::kUsage, parse_message(e));
   } catch (const CLI::ParseError& e) {
     return failed(fd::demos::kUsage, parse_message(e));
+  } catch (const fd::demos::Interrupted&) {
+    return finish_stdout(fd::demos::kInterrupted);
   } catch (const fd::demos::Error& e) {
     return failed(e.code, e.what());
   } catch (const fd::NpyError& e) {

@@ -203,6 +203,7 @@ std::string man_page(const CLI::App& app) {
       ".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\ncheck: an array failed its grade\n.TP\n2\n"
       "bad usage (the message names the option)\n.TP\n3\nthe run would not fit in memory\n"
       ".TP\n4\nan input file is missing or malformed, or an output cannot be written\n"
+      ".TP\n130\nwalkthrough: left with Ctrl-C at a pause\n"
       ".SH ENVIRONMENT\n.TP\n.B LANG, LC_ALL, LC_MESSAGES\nzh* selects Chinese output\n.TP\n"
       ".B NO_COLOR\nwhen set and not empty, no colour\n.SH SEE ALSO\nThe tutorials in docs/ of "
       "the source tree.\n";

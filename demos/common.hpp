@@ -16,12 +16,13 @@ namespace fd::demos {
 // Exit codes (listed in the README).
 enum ExitCode : int {
   kOk = 0,
-  kUsage = 2,        // a bad option or value
-  kTooLarge = 3,     // the run would not fit in memory
-  kFile = 4,         // an input file is missing or malformed, or an output cannot be written
-  kNoDevice = 5,     // --device cuda without CUDA in the build or without a GPU
-  kCheckFailed = 1,  // `check`: at least one array failed its grade
-  kInternal = 70,    // a bug in flashdemo (please report it)
+  kUsage = 2,          // a bad option or value
+  kTooLarge = 3,       // the run would not fit in memory
+  kFile = 4,           // an input file is missing or malformed, or an output cannot be written
+  kNoDevice = 5,       // --device cuda without CUDA in the build or without a GPU
+  kCheckFailed = 1,    // `check`: at least one array failed its grade
+  kInternal = 70,      // a bug in flashdemo (please report it)
+  kInterrupted = 130,  // the walkthrough was left with Ctrl-C (128 + SIGINT, as a shell says)
 };
 
 // A failure the user caused and can fix: printed as one line, no stack trace.
@@ -29,6 +30,9 @@ struct Error : std::runtime_error {
   Error(int code_, const std::string& what) : std::runtime_error(what), code(code_) {}
   int code;
 };
+
+// Ctrl-C at the walkthrough's pause: not an error, no message; the run ends with kInterrupted.
+struct Interrupted {};
 
 enum class DType { fp32, fp64 };
 

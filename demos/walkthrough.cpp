@@ -1,21 +1,25 @@
 // walkthrough.cpp — `flashdemo walkthrough`: the lecture as a sequence of screens. Each screen is
 // a few sentences saying what is about to happen, the flashdemo command that shows it, and that
 // command's output at sizes where every number fits: at most 100 columns and about 30 rows.
-// On a terminal it waits for Enter between screens (b: back one, q: quit).
+// On a terminal it waits for one key between screens, no Enter needed (ui/keys.hpp): Enter,
+// space, n or right arrow go on; b or left arrow go back; q, Esc or Ctrl-D quit; Ctrl-C quits
+// with exit code 130; other keys only show the full list. Quitting clears the hint line and
+// leaves the cursor on a fresh line; the terminal's settings come back on every way out.
 #include "walkthrough.hpp"
 
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <functional>
-#include <iostream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backward.hpp"
 #include "forward.hpp"
 #include "memory.hpp"
 #include "softmax.hpp"
+#include "ui/keys.hpp"
 #include "ui/output.hpp"
 
 namespace fd::demos {
@@ -188,34 +192,58 @@ void show(const Step& step, std::size_t k, std::size_t total, bool clear) {
   ui::out().flush();
 }
 
-// 'n' next, 'b' back, 'q' quit; end of input quits.
-char ask() {
-  ui::out() << ui::text(Msg::walk_prompt);
+// The hint at the pause, in place of whatever the cursor's line holds.
+void show_hint(Msg hint) {
+  ui::out() << "\r\033[K" << ui::text(hint);
   ui::out().flush();
-  std::string line;
-  if (!std::getline(std::cin, line)) return 'q';
-  return line.empty() ? 'n' : char(std::tolower(static_cast<unsigned char>(line[0])));
+}
+
+// Waits for a key that means something; an unknown one shows the full list of keys. The hint
+// line is cleared before returning. A failed write to stdout quits.
+ui::Key wait_for_key() {
+  show_hint(Msg::walk_prompt);
+  for (;;) {
+    if (!ui::out()) return ui::Key::quit;
+    const ui::Key key = ui::read_key(STDIN_FILENO);
+    if (key != ui::Key::other) {
+      ui::out() << "\r\033[K";
+      return key;
+    }
+    show_hint(Msg::walk_keys);
+  }
+}
+
+// Leaving early: the hint is gone; a newline so that the shell's prompt starts a line of its own.
+void leave() {
+  ui::out() << "\n";
+  ui::out().flush();
+}
+
+bool wants_pause(const WalkOptions& o) {
+  return !o.no_pause && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 &&
+         !ui::settings().json;
 }
 
 void run_walkthrough(const WalkOptions& o) {
   const std::vector<Step> steps = all_steps();
-  const bool pause = !o.no_pause && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 &&
-                     !ui::settings().json;
+  std::optional<ui::RawKeys> keys;  // the terminal reads key by key until this goes
+  if (wants_pause(o)) keys.emplace(STDIN_FILENO);
+  const bool pause = keys && keys->active();
   ui::set_live(pause);  // a person reads it as it comes: no holding back
   std::size_t k = 0;
   while (o.section && k < steps.size() && steps[k].section != *o.section) ++k;
   while (k < steps.size()) {
     show(steps[k], k, steps.size(), pause);
+    if (!ui::out()) return;  // stdout failed: app.cpp reports it, the terminal is put back
     if (!pause) {
       ++k;
       continue;
     }
-    const char c = ask();
-    if (c == 'q') return;
-    if (c == 'b')
-      k = k > 0 ? k - 1 : 0;
-    else
-      ++k;
+    const ui::Key key = wait_for_key();
+    if (key == ui::Key::quit || key == ui::Key::interrupt) leave();
+    if (key == ui::Key::quit) return;
+    if (key == ui::Key::interrupt) throw Interrupted{};
+    k = key == ui::Key::back ? (k > 0 ? k - 1 : 0) : k + 1;
   }
   ui::say(Msg::walk_done);
 }
