@@ -155,16 +155,33 @@ void showcase_mistake(AttentionOptions& o) {
   }
 }
 
+// --trace rows prints a line per row per computed tile, about n Tc lines: past kMaxRowLines it
+// is refused (a screen cannot show it, and a file of it is better written as --trace-json).
+constexpr double kMaxRowLines = 200000;
+
+void limit_row_trace(const AttentionOptions& o) {
+  if (o.trace != ui::TraceLevel::rows || ui::settings().json) return;
+  const TileCounts c = count_tiles(o.tiling(), o.params().mask_for(o.n, o.keys()));
+  const double lines = double(c.computed()) * double(o.tiles().Br) + double(o.n);
+  if (lines > kMaxRowLines)
+    throw Error(kUsage, tr(Msg::err_trace_rows_size, ui::grouped(lines), format_bytes(lines * 80),
+                           ui::grouped(kMaxRowLines)));
+}
+
 LoadedArrays prepare_inputs(AttentionOptions& o) {
   showcase_mistake(o);
   LoadedArrays a;
   a.files = run_files(o);
-  if (o.files.q.empty()) return a;
+  if (o.files.q.empty()) {
+    limit_row_trace(o);
+    return a;
+  }
   a.Q = load_matrix(o.files.q, "Q", -1, -1);
   a.K = load_matrix(o.files.k, "K", -1, a.Q.cols());
   a.V = load_matrix(o.files.v, "V", a.K.rows(), a.Q.cols());
   if (!o.files.dO.empty()) a.dO = load_matrix(o.files.dO, "dO", a.Q.rows(), a.Q.cols());
   o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols();
+  limit_row_trace(o);
   return a;
 }
 

@@ -15,6 +15,7 @@
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
+#include "ui/progress.hpp"
 #include "ui/text_trace.hpp"
 #include "ui/tile_map.hpp"
 
@@ -146,6 +147,8 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   const Inputs<T> in = inputs_for<T>(o, files);
   const Upstream up{files};
   if (up.given()) require_fits(files.dO, "dO", o.working(), o.files.dO);
+  ui::Progress progress("flashdemo backward");
+  progress.phase(ui::tr(Msg::progress_reference));
   const ReferenceGradients<W> ref = reference_gradients<W>(in, o, up);
   Recording rec(o.trace_files, ui::tr(Msg::backward_title));
   rec.emit(problem_event(o, "backward"));
@@ -156,6 +159,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   else if (o.parts.problem)
     ui::say(Msg::backward_loss_square);
   if (o.parts.problem) print_storage(o, o.emulated() ? 2 : sizeof(T));
+  progress.phase(ui::tr(Msg::progress_forward));
   const ForwardResult<T> fwd = forward_on_device(o, in, nullptr);
   const Mat<T> dO = up.dO<T>(fwd.O).unaryExpr([&](T v) { return round_to(o.precision, v); });
   if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
@@ -168,12 +172,17 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
     trace.print_header();
     rec.add_text(&trace);
   }
+  const Mask mask = o.params().mask_for(o.n, o.keys());
+  progress.phase(ui::tr(Msg::progress_backward), count_tiles(o.tiling(), mask).computed());
+  if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) rec.add_text(&progress);
   const BackwardResult<T> g = backward_on_device(o, in, fwd, dO, rec.sink());
+  progress.phase(ui::tr(Msg::progress_naive));
   const BackwardVerdicts v = judge_backward(g, ref, naive_gradients(in, o, up), o.working());
   if (o.mistake != Mistake::none) print_drift(g, ref.g, o);
   if (o.parts.results) print_results(v, o);
   if (o.parts.results && o.mistake != Mistake::none)
     print_mistake_verdict(o.mistake, v.dQ.pass() && v.dK.pass() && v.dV.pass());
+  progress.phase(ui::tr(Msg::progress_check));
   if (o.parts.extra) print_finite_differences(in, g, o, up);
   rec.emit(result_event(o, "backward", {{"dQ", v.dQ}, {"dK", v.dK}, {"dV", v.dV}, {"D", v.D}}));
   rec.finish(files.files);

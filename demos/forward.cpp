@@ -13,6 +13,7 @@
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
+#include "ui/progress.hpp"
 #include "ui/text_trace.hpp"
 #include "ui/tile_map.hpp"
 
@@ -91,9 +92,12 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   using W = wider_t<T>;
   ensure_reference_fits(o, 3, sizeof(W));
   const Inputs<T> in = inputs_for<T>(o, files);
+  ui::Progress progress("flashdemo forward");
+  progress.phase(ui::tr(Msg::progress_reference));
   const auto ref = reference_forward<W>(in.Q.template cast<W>(), in.K.template cast<W>(),
                                         in.V.template cast<W>(), o.params());
   require_fits(ref.S, "S = scale Q K^T", o.accumulator(), "");
+  progress.phase(ui::tr(Msg::progress_naive));
   const auto low = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision);
   Recording rec(o.trace_files, ui::tr(Msg::forward_title));
   rec.emit(problem_event(o, "forward"));
@@ -109,6 +113,8 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
     trace.print_header();
     rec.add_text(&trace);
   }
+  progress.phase(ui::tr(Msg::progress_flash), o.tiling().Tr() * o.tiling().Tc());
+  if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) rec.add_text(&progress);
   const ForwardResult<T> out = forward_on_device(o, in, rec.sink());
   const Magnitudes<W> R = reference_magnitudes<W>(in.Q.template cast<W>(), in.K.template cast<W>(),
                                                   in.V.template cast<W>(), {}, ref, o.params());

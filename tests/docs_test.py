@@ -11,6 +11,8 @@ Every code block of a document is one of:
     a command ending in `# excerpt` shows some of its lines: they must appear in that order;
   - a block preceded by `<!-- not run: REASON -->` (a diagram drawn by hand, a measurement
     taken on another machine, with its command beside it in the prose);
+  - a ```sh block of README.md: each of its `flashdemo ...` lines (a trailing backslash continues
+    a line) runs in order and must exit 0, so the examples a newcomer copies all work;
   - any other block must hold no digit (commands to type, say).
 With --update, blocks whose output changed are rewritten in place (those with `...` or `<...>` are
 only reported). Usage: docs_test.py FLASHDEMO REPO [--update] [FILE ...]
@@ -113,6 +115,24 @@ def run(command, cwd, bindir):
     return [line.rstrip() for line in text.split("\n")] if text else []
 
 
+def sh_commands(block):
+    """The `flashdemo ...` commands of a ```sh block, continuation lines joined."""
+    joined, out = block.replace("\\\n", " "), []
+    for line in joined.split("\n"):
+        if line.strip().startswith("flashdemo "):
+            out.append(line.strip())
+    return out
+
+
+def run_sh(command, cwd, bindir):
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), NO_COLOR="1",
+               TERM="dumb", LANG="C.UTF-8")
+    env.pop("LC_ALL", None)
+    p = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=600)
+    return p.returncode, p.stderr.decode("utf-8", "replace").strip()
+
+
 def check_file(path, bindir, update):
     text = open(path, encoding="utf-8").read()
     failures, pieces, last = [], [], 0
@@ -157,6 +177,11 @@ def check_file(path, bindir, update):
                              refresh_excerpt(expected, got) if excerpt else got)
                     out_lines += ["$ " + command] + shown
                 new_block = "\n".join(out_lines) + "\n"
+            elif lang == "sh" and os.path.basename(path) == "README.md":
+                for command in sh_commands(block):
+                    code, err = run_sh(command, scratch, bindir)
+                    if code != 0:
+                        failures.append(f"{where}: `{command}` exited {code}: {err}")
             elif re.search(r"\d", block) and lang not in ("sh", "python"):
                 failures.append(f"{where}: a block with numbers has no `$ command` line and no "
                                 "`<!-- not run: REASON -->` before it")

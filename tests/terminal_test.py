@@ -237,4 +237,34 @@ expect("\x1b[" not in colour(["forward", "--causal"], {"TERM": "dumb"}),
 expect("\x1b[" in colour(["forward", "--causal", "--color", "always"], {"NO_COLOR": "1"}),
        "--color always wins over NO_COLOR")
 
+
+# The progress line: on stderr, a terminal, for runs past a second; redrawn in place, then erased.
+def stderr_on_pty(args):
+    master, slave = pty.openpty()
+    p = subprocess.Popen([exe] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=slave, env=dict(os.environ, LC_ALL="C", LANG="C"))
+    os.close(slave)
+    out = p.stdout.read()
+    p.wait()
+    data = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    os.close(master)
+    return p.returncode, out.decode(), data.decode()
+
+
+code, out, err = stderr_on_pty(["backward", "--n", "1500", "--d", "64", "--trace", "none"])
+expect(code == 0 and "max |dQ - dQ_ref|" in out, "a long backward runs")
+expect("\r\033[K  flashdemo backward: " in err and " s" in err, "a long run shows a progress line")
+expect(err.endswith("\r\033[K"), "the progress line is erased at the end")
+expect("\033" not in out and "flashdemo backward:" not in out, "stdout never sees the progress line")
+code, out, err = stderr_on_pty(["softmax"])
+expect(code == 0 and err == "", "a short run shows no progress line")
+
 finish()

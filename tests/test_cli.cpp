@@ -404,6 +404,16 @@ TEST_CASE("--break: every mistake shows at the defaults, with a row map and the 
   CHECK(has(same.out, "pass, although --break wrong-align"));
 }
 
+TEST_CASE("--trace rows refuses a trace too long to read, before anything runs") {
+  const Run big = run("forward --n 5000 --trace rows");
+  CHECK(big.code == 2);
+  CHECK(big.out.empty());
+  CHECK(has(big.err, "--trace rows would print about 1,051,672 lines (84.1 MB), more than 200,000"));
+  CHECK(run("backward --n 5000 --trace rows").code == 2);
+  CHECK(run("forward --n 1000 --trace rows").code == 0);  // 45,728 lines
+  CHECK(run("forward --n 5000 --trace tiles").code == 0);
+}
+
 TEST_CASE("--causal-align implies --causal, and says so") {
   const Run f = run("forward --causal-align bottom-right --m 60 --trace none");
   REQUIRE(f.code == 0);
