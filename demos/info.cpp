@@ -57,6 +57,7 @@ void run_info() {
 
 void setup_info(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("info", ui::tr(Msg::info_help));
+  sub->footer(ui::tr(Msg::info_examples));  // its own: a subcommand inherits the app's footer
   sub->callback([] { run_info(); });
 }
 
