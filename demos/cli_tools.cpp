@@ -226,7 +226,6 @@ void setup_completion(CLI::App& app) {
 
 void setup_manpage(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("manpage", ui::tr(Msg::manpage_help));
-  sub->group("");  // hidden: the build runs it to write flashdemo.1
   sub->footer(ui::tr(Msg::manpage_examples));
   sub->callback([&app] { ui::out() << man_page(app); });
 }

@@ -839,6 +839,31 @@ TEST_CASE("every subcommand's --help shows its own examples, in English and Chin
   }
 }
 
+// The words of the "Subcommands:" section of the top-level --help.
+std::vector<std::string> listed_subcommands() {
+  std::vector<std::string> out;
+  bool in = false;
+  for (const auto& line : lines(run("--help").out)) {
+    if (line == "Subcommands:")
+      in = true;
+    else if (in && line.empty())
+      break;
+    else if (in)
+      out.push_back(words(line)[0]);
+  }
+  return out;
+}
+
+TEST_CASE("--help lists every subcommand the missing-subcommand error names, manpage too") {
+  const std::vector<std::string> listed = listed_subcommands();
+  std::string joined;
+  for (const std::string& name : listed) joined += (joined.empty() ? "" : ", ") + name;
+  const Run none = run("");
+  CHECK(has(none.err, "choose one of " + joined + " (flashdemo --help)"));
+  CHECK(has(joined, "manpage"));
+  CHECK(has(run("manpage --help").out, "Print the man page"));
+}
+
 TEST_CASE("--help and --version exit 0") {
   CHECK(run("--help").code == 0);
   CHECK(run("forward --help").code == 0);
