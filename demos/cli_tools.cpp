@@ -16,11 +16,14 @@ namespace {
 using ui::Msg;
 
 struct OptionInfo {
-  std::string name;  // --long or -s
+  std::string name;   // --long, -s when it has no long name, or a positional's name
+  std::string alias;  // -s beside a long name ("-q" of --quiet), or empty
   std::string help;
+  std::string value;                 // what it takes (INT, FILE, a|b|c); empty for a flag
   std::vector<std::string> choices;  // from a validator named "{a, b, c}"
   bool flag = false;                 // takes no value
   bool file = false;                 // takes a path
+  bool positional = false;           // no dashes: `flashdemo completion bash`
 };
 
 struct CommandInfo {
@@ -45,19 +48,42 @@ std::vector<std::string> choices_of(const std::string& type_name) {
   return out;
 }
 
+std::string joined(const std::vector<std::string>& items, const std::string& sep) {
+  std::string s;
+  for (const std::string& x : items) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+// What an option takes, as a word for the man page: its choices, FILE, or its type (INT, ...).
+std::string value_word(const OptionInfo& info, const std::string& type_name) {
+  if (info.flag) return "";
+  if (!info.choices.empty()) return joined(info.choices, "|");
+  if (info.file) return "FILE";
+  return type_name.substr(0, type_name.find(':'));
+}
+
+OptionInfo option_info(const CLI::Option* opt) {
+  OptionInfo info;
+  const std::string type = opt->get_type_name();
+  const auto& longs = opt->get_lnames();
+  const auto& shorts = opt->get_snames();
+  info.positional = longs.empty() && shorts.empty();
+  info.name = !longs.empty()    ? "--" + longs[0]
+              : !shorts.empty() ? "-" + shorts[0]
+                                : opt->get_name();
+  if (!longs.empty() && !shorts.empty()) info.alias = "-" + shorts[0];
+  info.help = opt->get_description();
+  info.choices = choices_of(type);
+  info.flag = opt->get_items_expected_max() == 0;
+  info.file = !info.flag && info.choices.empty() && type.find("TEXT") == 0 &&
+              info.name != "--values" && info.name != "--n";
+  info.value = value_word(info, type);
+  return info;
+}
+
 std::vector<OptionInfo> options_of(const CLI::App* app) {
   std::vector<OptionInfo> out;
-  for (const CLI::Option* opt : app->get_options()) {
-    const std::string name = opt->get_lnames().empty()
-                                 ? (opt->get_snames().empty() ? "" : "-" + opt->get_snames()[0])
-                                 : "--" + opt->get_lnames()[0];
-    if (name.empty()) continue;
-    OptionInfo info{name, opt->get_description(), choices_of(opt->get_type_name()),
-                    opt->get_items_expected_max() == 0, false};
-    info.file = !info.flag && info.choices.empty() && opt->get_type_name().find("TEXT") == 0 &&
-                name != "--values" && name != "--n";
-    out.push_back(info);
-  }
+  for (const CLI::Option* opt : app->get_options()) out.push_back(option_info(opt));
   return out;
 }
 
@@ -71,7 +97,8 @@ std::vector<CommandInfo> commands_of(const CLI::App& app) {
 
 std::string join_names(const std::vector<OptionInfo>& opts) {
   std::string s;
-  for (const OptionInfo& o : opts) s += (s.empty() ? "" : " ") + o.name;
+  for (const OptionInfo& o : opts)
+    if (!o.positional) s += (s.empty() ? "" : " ") + o.name;
   return s;
 }
 
@@ -82,6 +109,7 @@ std::string bash_script(const std::vector<CommandInfo>& cmds) {
     cases += fmt::format("    {}) opts=\"{} {}\" ;;\n", cmds[k].name, join_names(cmds[k].options),
                          join_names(cmds[0].options));
     for (const OptionInfo& o : cmds[k].options) {
+      if (o.positional) continue;
       if (!o.choices.empty()) {
         std::string words;
         for (const std::string& c : o.choices) words += (words.empty() ? "" : " ") + c;
@@ -131,6 +159,7 @@ std::string zsh_script(const std::vector<CommandInfo>& cmds) {
     subs += fmt::format("    '{}:{}'\n", cmds[k].name, zsh_safe(cmds[k].help));
     std::string specs;
     for (const OptionInfo& o : cmds[k].options) {
+      if (o.positional) continue;
       std::string action = o.flag ? "" : ":value:";
       if (!o.choices.empty()) {
         action = ":value:(";
@@ -162,51 +191,71 @@ _flashdemo "$@"
                      subs, cases);
 }
 
-// roff-escaped text: backslashes and leading dots or quotes.
-std::string roff(std::string s) {
+// roff-escaped text: backslashes, dashes, and a dot or quote that starts a line.
+std::string roff(const std::string& s) {
   std::string out;
+  bool line_start = true;
   for (char c : s) {
+    if (line_start && (c == '.' || c == '\'')) out += "\\&";
     if (c == '\\')
       out += "\\e";
     else if (c == '-')
       out += "\\-";
     else
       out += c;
+    line_start = c == '\n';
   }
-  if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out = "\\&" + out;
   return out;
+}
+
+// The tag of an option's .TP entry: "\fB\-q\fR, \fB\-\-quiet\fR", "\fB\-\-n\fR \fIINT\fR",
+// "\fIshell\fR bash|zsh" for a positional.
+std::string man_tag(const OptionInfo& o) {
+  if (o.positional) return fmt::format("\\fI{}\\fR {}", roff(o.name), roff(o.value));
+  std::string tag = o.alias.empty() ? "" : fmt::format("\\fB{}\\fR, ", roff(o.alias));
+  tag += fmt::format("\\fB{}\\fR", roff(o.name));
+  if (!o.value.empty()) tag += fmt::format(" \\fI{}\\fR", roff(o.value));
+  return tag;
+}
+
+std::string man_options(const std::vector<OptionInfo>& opts) {
+  std::string s;
+  for (const OptionInfo& o : opts) s += fmt::format(".TP\n{}\n{}\n", man_tag(o), roff(o.help));
+  return s;
+}
+
+std::string man_header() {
+  return fmt::format(
+      ".TH FLASHDEMO 1 \"\" \"flashdemo {}\" \"User Commands\"\n.SH NAME\nflashdemo \\- {}\n"
+      ".SH SYNOPSIS\n.B flashdemo\n[\\fIGLOBAL OPTIONS\\fR] \\fISUBCOMMAND\\fR [\\fIOPTIONS\\fR]\n"
+      ".SH DESCRIPTION\n"
+      "flashdemo teaches FlashAttention from a terminal: one subcommand per demo of lecture 5 "
+      "(05_flash_attention.py), each printing real numbers and step\\-by\\-step traces of the tile "
+      "updates.\n",
+      FLASHDEMO_VERSION, roff(ui::tr(Msg::manpage_name)));
+}
+
+std::string man_footer() {
+  return ".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\ncheck: an array failed its grade\n.TP\n2\n"
+         "bad usage (the message names the option)\n.TP\n3\nthe run would not fit in memory\n"
+         ".TP\n4\nan input file is missing or malformed, or an output cannot be written\n"
+         ".TP\n5\n\\-\\-device cuda without CUDA in the build or without a GPU\n"
+         ".TP\n70\na bug in flashdemo (one line, never a stack trace): please report it\n"
+         ".SH ENVIRONMENT\n.TP\n.B LANG, LC_ALL, LC_MESSAGES\nzh* selects Chinese output\n.TP\n"
+         ".B NO_COLOR\nwhen set and not empty, no colour\n.SH SEE ALSO\nThe tutorials in docs/ of "
+         "the source tree.\n";
 }
 
 std::string man_page(const CLI::App& app) {
   const std::vector<CommandInfo> cmds = commands_of(app);
-  std::string page = fmt::format(
-      ".TH FLASHDEMO 1 \"\" \"flashdemo {}\" \"User Commands\"\n.SH NAME\nflashdemo \\- {}\n"
-      ".SH SYNOPSIS\n.B flashdemo\n\\fISUBCOMMAND\\fR [\\fIOPTIONS\\fR]\n.SH DESCRIPTION\n"
-      "flashdemo teaches FlashAttention from a terminal: one subcommand per demo of lecture 5 "
-      "(05_flash_attention.py), each printing real numbers and step\\-by\\-step traces of the tile "
-      "updates.\n.SH GLOBAL OPTIONS\n",
-      FLASHDEMO_VERSION, roff(app.get_description()));
-  auto options = [](const std::vector<OptionInfo>& opts) {
-    std::string s;
-    for (const OptionInfo& o : opts)
-      s += fmt::format(".TP\n.B {}\n{}\n", roff(o.name), roff(o.help));
-    return s;
-  };
-  page += options(cmds[0].options);
+  std::string page = man_header() + ".SH GLOBAL OPTIONS\n" + man_options(cmds[0].options);
   page += ".SH SUBCOMMANDS\n";
   for (std::size_t k = 1; k < cmds.size(); ++k) {
     page += fmt::format(".SS {}\n{}\n", cmds[k].name, roff(cmds[k].help));
-    page += options(cmds[k].options);
+    page += man_options(cmds[k].options);
     if (!cmds[k].footer.empty()) page += ".PP\n.nf\n" + roff(cmds[k].footer) + "\n.fi\n";
   }
-  page +=
-      ".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\ncheck: an array failed its grade\n.TP\n2\n"
-      "bad usage (the message names the option)\n.TP\n3\nthe run would not fit in memory\n"
-      ".TP\n4\nan input file is missing or malformed, or an output cannot be written\n"
-      ".SH ENVIRONMENT\n.TP\n.B LANG, LC_ALL, LC_MESSAGES\nzh* selects Chinese output\n.TP\n"
-      ".B NO_COLOR\nwhen set and not empty, no colour\n.SH SEE ALSO\nThe tutorials in docs/ of "
-      "the source tree.\n";
-  return page;
+  return page + man_footer();
 }
 
 }  // namespace

@@ -63,6 +63,24 @@ Run run(const std::string& args) {
   return r;
 }
 
+std::string exe() {
+  return std::string("'") + FLASHDEMO_EXE + "'";
+}
+
+// Runs a bash script in `dir` (FD stands for the flashdemo binary), stdout and stderr apart.
+Run in_dir(const std::string& dir, const std::string& script) {
+  const std::string body = "cd '" + dir + "' && export FD=" + exe() + " && " + script;
+  std::ofstream("cli_script.sh") << body << "\n";
+  const std::string cmd =
+      "LC_ALL=C LANG=C bash cli_script.sh >cli_test_stdout.txt 2>cli_test_stderr.txt";
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp("cli_test_stdout.txt");
+  r.err = slurp("cli_test_stderr.txt");
+  return r;
+}
+
 bool has(const std::string& text, const std::string& piece) {
   return text.find(piece) != std::string::npos;
 }
@@ -864,6 +882,31 @@ TEST_CASE("--help lists every subcommand the missing-subcommand error names, man
   CHECK(has(run("manpage --help").out, "Print the man page"));
 }
 
+TEST_CASE("the man page: NAME is \"flashdemo \\- description\", and man renders it cleanly") {
+  const Run man = run("manpage");
+  REQUIRE(man.code == 0);
+  CHECK(has(man.out, ".SH NAME\nflashdemo \\- FlashAttention, step by step (lecture 5"));
+  CHECK_FALSE(has(man.out, "flashdemo \\- flashdemo"));
+  CHECK(has(man.out, ".TP\n\\fB\\-q\\fR, \\fB\\-\\-quiet\\fR\n"));
+  CHECK(has(man.out, ".TP\n\\fB\\-\\-lang\\fR \\fIen|zh\\fR\n"));
+  CHECK(has(man.out, ".TP\n\\fB\\-\\-q\\fR \\fIFILE\\fR\n"));
+  CHECK(has(man.out, ".SS manpage\n"));
+  std::ofstream("flashdemo.1") << man.out;
+  if (std::system("command -v man >/dev/null && command -v lexgrog >/dev/null") != 0) {
+    MESSAGE("man-db is not installed: the rendering is not checked");
+    return;
+  }
+  // lexgrog reads NAME as whatis and apropos do; man --warnings reports any roff problem.
+  const Run whatis = in_dir(".", "lexgrog flashdemo.1");
+  CHECK(has(whatis.out, "\"flashdemo - FlashAttention, step by step (lecture 5"));
+  const Run shown = in_dir(".", "MANWIDTH=100 man --warnings -l flashdemo.1 | col -b");
+  CHECK(shown.code == 0);
+  CHECK(shown.err.empty());
+  CHECK(has(shown.out, "\n       flashdemo - FlashAttention, step by step"));
+  CHECK(has(shown.out, "\n       -q, --quiet\n"));
+  CHECK(has(shown.out, "flashdemo manpage | man -l -"));
+}
+
 TEST_CASE("--help and --version exit 0") {
   CHECK(run("--help").code == 0);
   CHECK(run("forward --help").code == 0);
@@ -876,24 +919,6 @@ TEST_CASE("--help and --version exit 0") {
 // byte for byte, before and after (tests/test_cli.cpp, issue "Reliability").
 
 namespace {
-
-std::string exe() {
-  return std::string("'") + FLASHDEMO_EXE + "'";
-}
-
-// Runs a bash script in `dir` (FD stands for the flashdemo binary), stdout and stderr apart.
-Run in_dir(const std::string& dir, const std::string& script) {
-  const std::string body = "cd '" + dir + "' && export FD=" + exe() + " && " + script;
-  std::ofstream("cli_script.sh") << body << "\n";
-  const std::string cmd =
-      "LC_ALL=C LANG=C bash cli_script.sh >cli_test_stdout.txt 2>cli_test_stderr.txt";
-  const int status = std::system(cmd.c_str());
-  Run r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp("cli_test_stdout.txt");
-  r.err = slurp("cli_test_stderr.txt");
-  return r;
-}
 
 // Every regular file under dir (hidden ones too), path -> bytes.
 std::map<std::string, std::string> files_in(const std::string& dir) {
