@@ -308,6 +308,45 @@ TEST_CASE("bad input: one line on stderr naming the problem, non-zero exit, no s
   }
 }
 
+TEST_CASE("a misspelt option or subcommand: flashdemo's one line, exit 2, the nearest name") {
+  struct Typo {
+    const char* args;
+    const char* says;  // a piece of the error; "" where nothing is near enough to suggest
+  };
+  const Typo cases[] = {
+      {"forward --causl", "flashdemo: error: unexpected argument: --causl; did you mean --causal?"},
+      {"forward --causl=1", "unexpected argument: --causl=1; did you mean --causal?"},
+      {"forward causal", "did you mean --causal?"},
+      {"backward --trce rows", "unexpected argument: --trce rows; did you mean --trace?"},
+      {"check --causl", "did you mean --causal?"},  // before "--q is required"
+      {"check --qq Q.npy", "did you mean --q?"},
+      {"bench --thread 2", "did you mean --threads?"},
+      {"memory --heds 2", "did you mean --heads?"},
+      {"forward --lnag zh", "did you mean --lang?"},
+      {"--lnag zh forward", "did you mean --lang?"},
+      {"--lnag zh", "did you mean --lang?"},
+      {"forwrd", "unknown subcommand 'forwrd': did you mean forward? (choose one of softmax,"},
+      {"--json forwrd", "unknown subcommand 'forwrd': did you mean forward?"},
+      {"walkthrugh --no-pause", "did you mean walkthrough?"},
+      {"forward --n 5 --causl --lang zh",
+       "flashdemo：错误：多余的参数：--causl；是不是想用 --causal？"},
+      {"forward --frobnicate", ""},
+      {"info --n 5", ""},
+      {"teleport", ""},
+  };
+  for (const Typo& t : cases) {
+    const Run r = run(t.args);
+    INFO("args: " << t.args << " | stderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK((r.err.rfind("flashdemo: error: ", 0) == 0 || r.err.rfind("flashdemo：错误：", 0) == 0));
+    CHECK_FALSE(has(r.err, "The following argument"));
+    if (*t.says) CHECK(has(r.err, t.says));
+    if (!*t.says) CHECK_FALSE(has(r.err, "did you mean"));
+  }
+}
+
 // Q, K, V (and dO) of the given sizes written as .npy into the working directory.
 void write_inputs(fd::index_t n, fd::index_t m, fd::index_t d) {
   fd::TorchGenerator gen(5);
