@@ -18,6 +18,7 @@
 
 #include "attention_cli.hpp"
 #include "cuda/cuda_api.hpp"
+#include "device.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/random.hpp"
@@ -416,7 +417,7 @@ void check_impl(const BenchOptions& o) {
   if (o.device == Device::cuda) {
     const cuda::GpuInfo g = cuda::gpu_info();
     if (!g.built) throw Error(kNoDevice, ui::tr(Msg::err_no_cuda_build));
-    if (!g.present) throw Error(kNoDevice, ui::tr(Msg::err_no_gpu, g.why));
+    if (!g.present) throw Error(kNoDevice, ui::tr(Msg::err_no_gpu, why_no_gpu(g)));
   }
 }
 
