@@ -709,6 +709,38 @@ TEST_CASE("bench --json: verified only with what was verified") {
   CHECK(k["max_error"].get<double>() <= k["error_bound"].get<double>());
 }
 
+// The share of the GEMM ceiling a bench table reports, or -1 when it says the GEMM was slower than
+// the run (then no ceiling: no share above 100 % is ever printed).
+double share_of_ceiling(const std::string& out) {
+  const std::string said = "GEMM ceiling in the same run: ";
+  const auto at = out.find(said);
+  if (at == std::string::npos) return has(out, "slower than this run") ? -1 : -2;
+  const auto is = out.find("this is ", at);
+  return is == std::string::npos ? -2 : std::stod(out.substr(is + 8));
+}
+
+TEST_CASE("bench: the GEMM ceiling is measured where a GEMM is fast, on the case's threads") {
+  for (const char* impl : {"tiled", "fast"}) {
+    for (const char* n : {"64", "256"}) {
+      const Run r =
+          run(std::string("bench --impl ") + impl + " --n " + n + " --reps 2 --threads 1");
+      INFO(impl << " n = " << n << "\n" << r.out);
+      REQUIRE(r.code == 0);
+      const double share = share_of_ceiling(r.out);
+      CHECK(share >= -1);
+      CHECK(share <= 100);
+      if (std::string(impl) == "tiled") CHECK(share > 0);  // the teaching path: far below
+    }
+  }
+  const Run g = run("bench --impl gemm --n 64 --reps 1 --json");
+  REQUIRE(g.code == 0);
+  const auto j = nlohmann::json::parse(g.out);
+  CHECK((j["gemm_side"] == 64 || j["gemm_side"] == 512));
+  CHECK(j["reps"] == 5);  // the fastest of 5 runs at least
+  const Run text = run("bench --impl gemm --n 256");
+  CHECK(has(text.out, "square GEMMs of side k = 160 (2 k^3 FLOPs, about 2 n m d) and 512"));
+}
+
 // Every line of a --json run parsed; fails the test on a line that is not a JSON object.
 std::vector<nlohmann::json> json_lines(const std::string& out) {
   std::vector<nlohmann::json> objects;
