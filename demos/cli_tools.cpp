@@ -304,7 +304,8 @@ std::string man_header() {
 
 std::string man_footer() {
   return ".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\ncheck: an array failed its grade\n.TP\n2\n"
-         "bad usage (the message names the option)\n.TP\n3\nthe run would not fit in memory\n"
+         "bad usage (the message names the option)\n.TP\n3\nthe run would not fit in the memory "
+         "available, or could not start its threads\n"
          ".TP\n4\nan input file is missing or malformed, or an output cannot be written\n"
          ".TP\n5\n\\-\\-device cuda without CUDA in the build or without a GPU\n"
          ".TP\n70\na bug in flashdemo (one line, never a stack trace): please report it\n"
