@@ -3,14 +3,17 @@
 // command-line fuzzer, tests/fuzz/fuzz_cli.cpp, once per input).
 //
 // Errors the user can fix end as one line on stderr ("flashdemo: error: ...") and a non-zero
-// exit code (README, "Exit codes"); --help and --version print and exit 0. The language is
+// exit code (README, "Exit codes"); a misspelt option or subcommand is named with the nearest
+// one ("did you mean --causal?"); --help and --version print and exit 0. The language is
 // settled before the command line is built, so --help is translated too.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "app.hpp"
 #include "backward.hpp"
@@ -37,10 +40,88 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
-// The text after the last ": " of a CLI11 message, or the whole message.
-std::string tail(const std::string& what) {
-  const auto k = what.rfind(": ");
-  return k == std::string::npos ? what : what.substr(k + 2);
+// Optimal string alignment distance: an insertion, a deletion, a substitution or a swap of two
+// neighbours costs 1 ("causl" is 1 from "causal", "forwrad" 1 from "forward").
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The candidate `word` most likely meant: the nearest within a third of its length (one edit for
+// 2 to 4 letters, two for 5 to 7, ...), or one it begins (3 letters at least); else empty.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::size_t limit = std::min<std::size_t>(3, (word.size() + 1) / 3);
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  for (const std::string& c : candidates) {
+    const std::size_t dist = edit_distance(word, c);
+    const bool prefix = word.size() >= 3 && c.rfind(word, 0) == 0;
+    if ((dist <= limit || prefix) && dist < best_distance) best = c, best_distance = dist;
+  }
+  return best;
+}
+
+// The option names of `app` without their dashes, long ones ("causal") or short ones ("q").
+std::vector<std::string> option_names(const CLI::App& app, bool long_names) {
+  std::vector<std::string> out;
+  for (const CLI::Option* opt : app.get_options())
+    for (const std::string& name : long_names ? opt->get_lnames() : opt->get_snames())
+      out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::App* sub : app.get_subcommands({})) out.push_back(sub->get_name());
+  return out;
+}
+
+std::string joined_names(const CLI::App& app) {
+  std::string names;
+  for (const std::string& name : subcommand_names(app)) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+std::string unknown_subcommand(const CLI::App& app, const std::string& word) {
+  const std::string near = nearest(word, subcommand_names(app));
+  if (near.empty()) return tr(Msg::err_unknown_subcommand, word, joined_names(app));
+  return tr(Msg::err_unknown_subcommand_near, word, near, joined_names(app));
+}
+
+// The option `arg` ("--causl", "--causl=1", "-x", "causal") most likely meant, with its dashes,
+// among those of the subcommand given (if any) and the global ones; else empty.
+std::string meant_option(const CLI::App& app, const CLI::App* sub, const std::string& arg) {
+  const std::size_t dashes = arg.rfind("--", 0) == 0 ? 2 : arg.rfind('-', 0) == 0 ? 1 : 0;
+  const std::string word = arg.substr(dashes, arg.find('=') - dashes);
+  std::vector<std::string> names = option_names(app, dashes != 1);
+  if (sub) {
+    const std::vector<std::string> own = option_names(*sub, dashes != 1);
+    names.insert(names.begin(), own.begin(), own.end());
+  }
+  const std::string near = word.empty() ? "" : nearest(word, names);
+  return near.empty() ? "" : (dashes == 1 ? "-" : "--") + near;
+}
+
+// Arguments no option or subcommand took, as one line: the first one's likely meaning when
+// there is one ("did you mean --causal?", "did you mean forward?").
+std::string unexpected(const CLI::App& app, const std::vector<std::string>& extras) {
+  std::string all;
+  for (const std::string& x : extras) all += (all.empty() ? "" : " ") + x;
+  const std::vector<CLI::App*> parsed = app.get_subcommands();
+  const CLI::App* sub = parsed.empty() ? nullptr : parsed.back();
+  const std::string& first = extras.front();
+  if (!sub && first[0] != '-') return unknown_subcommand(app, first);
+  const std::string near = meant_option(app, sub, first);
+  return near.empty() ? tr(Msg::err_unexpected, all) : tr(Msg::err_unexpected_near, all, near);
 }
 
 // CLI11's own messages, in the catalog's words where we know their shape.
@@ -60,21 +141,6 @@ std::string parse_message(const CLI::ParseError& e) {
     if (!cur.empty()) w.push_back(cur);
     return std::pair<std::string, std::string>{w.size() > a ? w[a] : "", w.size() > b ? w[b] : ""};
   };
-  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {  // CLI11 lists them last first: reorder
-    const std::string extras = tail(what);
-    std::vector<std::string> w;
-    std::string cur;
-    for (char c : extras + " ")
-      if (c == ' ') {
-        if (!cur.empty()) w.insert(w.begin(), cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    std::string ordered;
-    for (const std::string& x : w) ordered += (ordered.empty() ? "" : " ") + x;
-    return tr(Msg::err_unexpected, ordered);
-  }
   if (name == "ExcludesError") {
     const auto [a, b] = words(0, 2);
     return tr(Msg::err_excludes, a, b);
@@ -89,6 +155,17 @@ std::string parse_message(const CLI::ParseError& e) {
     return tr(Msg::err_given_twice, what.substr(0, what.find(':')));
   if (name == "ArgumentMismatch") return tr(Msg::err_value_missing, what.substr(0, what.find(':')));
   return what;
+}
+
+// A usage error's one line. Arguments that nothing took come first (a misspelt option is often
+// why a required one seems missing), then a missing subcommand, then CLI11's own message.
+std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
+  const std::vector<std::string> extras = app.remaining(true);
+  if (!extras.empty()) return unexpected(app, extras);
+  if (e.get_name() == "RequiredError" &&
+      std::string(e.what()).find("subcommand") != std::string::npos)
+    return tr(Msg::err_missing_subcommand, joined_names(app));
+  return parse_message(e);
 }
 
 void add_global_options(CLI::App& app, fd::ui::ColorMode& color, std::string& lang) {
@@ -145,20 +222,15 @@ int parse_and_run(int argc, char** argv) {
   fd::demos::setup_bench(app);
   fd::demos::setup_completion(app);
   fd::demos::setup_manpage(app);
-  std::string names;
-  bool known = false;
-  for (const CLI::App* sub : app.get_subcommands({})) {
-    names += (names.empty() ? "" : ", ") + sub->get_name();
-    known = known || (argc > 1 && sub->check_name(argv[1]));
-  }
-  if (argc < 2) return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, names));
+  if (argc < 2) return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, joined_names(app)));
   for (int k = 1; k < argc; ++k) {  // --values= would take the next argument as its value
     const std::string a = argv[k];
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=')
       return fail(fd::demos::kUsage, tr(Msg::err_empty_value, a.substr(0, a.size() - 1)));
   }
-  if (argv[1][0] != '-' && !known)
-    return fail(fd::demos::kUsage, tr(Msg::err_unknown_subcommand, argv[1], names));
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
+  if (argv[1][0] != '-' && !known) return fail(fd::demos::kUsage, unknown_subcommand(app, argv[1]));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -167,12 +239,8 @@ int parse_and_run(int argc, char** argv) {
     return finish_stdout(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
     return finish_stdout(app.exit(e));
-  } catch (const CLI::RequiredError& e) {
-    if (std::string(e.what()).find("subcommand") != std::string::npos)
-      return failed(fd::demos::kUsage, tr(Msg::err_missing_subcommand, names));
-    return failed(fd::demos::kUsage, parse_message(e));
   } catch (const CLI::ParseError& e) {
-    return failed(fd::demos::kUsage, parse_message(e));
+    return failed(fd::demos::kUsage, usage_message(app, e));
   } catch (const fd::demos::Interrupted&) {
     return finish_stdout(fd::demos::kInterrupted);
   } catch (const fd::demos::Error& e) {

@@ -1,4 +1,4 @@
-// cli_tools.hpp — `flashdemo completion bash|zsh` and the hidden `flashdemo manpage`: both are
+// cli_tools.hpp — `flashdemo completion bash|zsh` and `flashdemo manpage`: both are
 // generated from the command line's own definition (subcommands, options, choices, help), so
 // they can never disagree with it.
 #pragma once

@@ -56,7 +56,23 @@ void require_device(const AttentionOptions& o) {
   if (o.mistake != Mistake::none) throw Error(kUsage, ui::tr(ui::Msg::err_break_cuda));
   const cuda::GpuInfo g = cuda::gpu_info();
   if (!g.built) throw Error(kNoDevice, ui::tr(ui::Msg::err_no_cuda_build));
-  if (!g.present) throw Error(kNoDevice, ui::tr(ui::Msg::err_no_gpu, g.why));
+  if (!g.present) throw Error(kNoDevice, ui::tr(ui::Msg::err_no_gpu, why_no_gpu(g)));
+}
+
+std::string why_no_gpu(const cuda::GpuInfo& g) {
+  switch (g.absent) {
+    case cuda::NoGpu::not_built:
+      return ui::tr(ui::Msg::gpu_not_built);
+    case cuda::NoGpu::no_driver:
+      return ui::tr(ui::Msg::gpu_no_driver);
+    case cuda::NoGpu::no_device:
+      return ui::tr(ui::Msg::gpu_no_device);
+    case cuda::NoGpu::cuda_error:
+      return ui::tr(ui::Msg::gpu_cuda_error, g.why);
+    case cuda::NoGpu::none:
+      break;
+  }
+  return g.why;
 }
 
 template <class T>

@@ -4,7 +4,10 @@
 // fast path is not traced.
 #pragma once
 
+#include <string>
+
 #include "attention_cli.hpp"
+#include "cuda/cuda_api.hpp"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/flash_forward.hpp"
 
@@ -21,5 +24,8 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
 // An implementation where it cannot run (fast on cuda or with a trace, a --break, emulated
 // precision; cuda without CUDA in the build or without a GPU): one clear error.
 void require_device(const AttentionOptions& o);
+
+// Why no GPU answered, in the current language ("no NVIDIA driver on this machine", ...).
+std::string why_no_gpu(const cuda::GpuInfo& g);
 
 }  // namespace fd::demos

@@ -4,9 +4,11 @@
 #include <fmt/core.h>
 #include <Eigen/Core>
 
+#include <string>
 #include <thread>
 
 #include "cuda/cuda_api.hpp"
+#include "device.hpp"
 #include "recording.hpp"
 #include "ui/output.hpp"
 
@@ -15,13 +17,13 @@ namespace {
 
 using ui::Msg;
 
-const char* compiler() {
+std::string compiler() {
 #if defined(__clang__)
   return "clang " __clang_version__;
 #elif defined(__GNUC__)
   return "g++ " __VERSION__;
 #else
-  return "unknown compiler";
+  return ui::tr(Msg::info_unknown_compiler);
 #endif
 }
 
@@ -39,7 +41,7 @@ void run_info() {
     ui::result(Msg::info_gpu, g.name, g.cc_major, g.cc_minor, g.sms, g.smem_per_block / 1024,
                double(g.global_bytes) / 1e9);
   else
-    ui::result(Msg::info_no_gpu, g.why);
+    ui::result(Msg::info_no_gpu, why_no_gpu(g));
   rec.emit({{"event", "info"},
             {"version", FLASHDEMO_VERSION},
             {"compiler", compiler()},
@@ -57,6 +59,7 @@ void run_info() {
 
 void setup_info(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("info", ui::tr(Msg::info_help));
+  sub->footer(ui::tr(Msg::info_examples));  // its own: a subcommand inherits the app's footer
   sub->callback([] { run_info(); });
 }
 

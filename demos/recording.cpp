@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "common.hpp"
 #include "ui/html_replay.hpp"
@@ -11,19 +12,40 @@
 
 namespace fd::demos {
 
+namespace {
+// A file option's validator is named this, then its extensions (the name is never shown).
+const std::string kFileValidator = "file:";
+}  // namespace
+
 CLI::Option* add_file(CLI::App* sub, const std::string& name, std::string& path,
-                      const std::string& help) {
+                      const std::string& help, const std::string& extensions) {
   return sub->add_option(name, path, help)
       ->check(CLI::Validator(
           [](const std::string& s) {
             return s.empty() ? ui::tr(ui::Msg::err_empty_file) : std::string();
           },
-          "FILE", ""));
+          "FILE", kFileValidator + extensions));
+}
+
+std::vector<std::string> file_extensions(CLI::Option* opt) {
+  for (int k = 0;; ++k) {
+    const CLI::Validator* v = nullptr;
+    try {
+      v = opt->get_validator(k);
+    } catch (const CLI::OptionNotFound&) {  // past the last validator
+      return {};
+    }
+    if (v->get_name().rfind(kFileValidator, 0) != 0) continue;
+    std::vector<std::string> out;
+    std::istringstream words(v->get_name().substr(kFileValidator.size()));
+    for (std::string w; words >> w;) out.push_back(w);
+    return out;
+  }
 }
 
 void add_trace_files(CLI::App* sub, TraceFiles& files) {
-  add_file(sub, "--trace-json", files.json_file, ui::tr(ui::Msg::opt_trace_json));
-  add_file(sub, "--html", files.html_file, ui::tr(ui::Msg::opt_html));
+  add_file(sub, "--trace-json", files.json_file, ui::tr(ui::Msg::opt_trace_json), "jsonl json");
+  add_file(sub, "--html", files.html_file, ui::tr(ui::Msg::opt_html), "html");
 }
 
 void RunFiles::input(const std::string& option, const std::string& path) {

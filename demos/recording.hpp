@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "flashdemo/file_io.hpp"
 #include "ui/json_trace.hpp"
@@ -25,8 +26,12 @@ struct TraceFiles {
 void add_trace_files(CLI::App* sub, TraceFiles& files);
 
 // A file option that refuses an empty name ("--q needs a file name"), its value in `path`.
+// `extensions`: what its files end in, space-separated ("npy", "jsonl json"), for completion.
 CLI::Option* add_file(CLI::App* sub, const std::string& name, std::string& path,
-                      const std::string& help);
+                      const std::string& help, const std::string& extensions = "npy");
+
+// The extensions add_file gave `opt` ({"npy"}, ...); empty for an option that takes no file.
+std::vector<std::string> file_extensions(CLI::Option* opt);
 
 // The files of one run. input()/output() name them; check() refuses, before any work, an output
 // that is an input or another output (exit 2) or that cannot be written (exit 4, with the

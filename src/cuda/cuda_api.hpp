@@ -22,10 +22,14 @@ struct CudaError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Why no GPU answered, for the caller to say in its own words (GpuInfo::why says it in English).
+enum class NoGpu { none, not_built, no_driver, no_device, cuda_error };
+
 struct GpuInfo {
   bool built = false;     // compiled with CUDA
   bool present = false;   // a device answered
-  std::string name, why;  // why: the reason when absent
+  std::string name, why;  // why: the reason when absent, in English (cuda_error: CUDA's text)
+  NoGpu absent = NoGpu::none;
   int sms = 0, cc_major = 0, cc_minor = 0;
   std::size_t smem_per_block = 0, global_bytes = 0;
   std::string runtime_version, driver_version;

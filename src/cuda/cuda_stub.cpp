@@ -13,6 +13,7 @@ namespace {
 GpuInfo gpu_info() {
   GpuInfo g;
   g.why = "built without CUDA";
+  g.absent = NoGpu::not_built;
   return g;
 }
 

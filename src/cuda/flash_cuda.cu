@@ -144,9 +144,12 @@ GpuInfo gpu_info() {
   g.driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    g.why = driver == 0        ? "no NVIDIA driver on this machine"
-            : e != cudaSuccess ? cudaGetErrorString(e)
-                               : "no CUDA device found";
+    g.absent = driver == 0                                  ? NoGpu::no_driver
+               : e == cudaSuccess || e == cudaErrorNoDevice ? NoGpu::no_device
+                                                            : NoGpu::cuda_error;
+    g.why = g.absent == NoGpu::no_driver   ? "no NVIDIA driver on this machine"
+            : g.absent == NoGpu::no_device ? "no CUDA device found"
+                                           : cudaGetErrorString(e);
     return g;
   }
   cudaDeviceProp prop{};

@@ -362,17 +362,24 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   Map<T>(dQ, rows, s.d) = (double(scale) * sum).template cast<T>();  // dQ = scale dS K
 }
 
+// Each thread multiplies its rows alone: Eigen parallelizes a product itself, over all the
+// machine's cores, when it is not inside a team of two or more, so a one-thread GEMM would have
+// run on every core (or, on a busy machine, far slower than on one) without omp_set_num_threads(1).
 template <class T>
 void gemm(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* C,
           index_t threads) {
   const int n = thread_count(threads);
   const index_t chunk = (rows + n - 1) / n;
-#pragma omp parallel for schedule(static, 1) num_threads(n)
-  for (int k = 0; k < n; ++k) {
-    const index_t r0 = k * chunk, r1 = std::min(rows, r0 + chunk);
-    if (r0 >= r1) continue;
-    Map<T>(C + r0 * cols, r1 - r0, cols).noalias() =
-        MapC<T>(A + r0 * inner, r1 - r0, inner) * MapC<T>(B, inner, cols);
+#pragma omp parallel num_threads(n)
+  {
+    omp_set_num_threads(1);  // this thread's own setting, for the products it starts
+#pragma omp for schedule(static, 1)
+    for (int k = 0; k < n; ++k) {
+      const index_t r0 = k * chunk, r1 = std::min(rows, r0 + chunk);
+      if (r0 >= r1) continue;
+      Map<T>(C + r0 * cols, r1 - r0, cols).noalias() =
+          MapC<T>(A + r0 * inner, r1 - r0, inner) * MapC<T>(B, inner, cols);
+    }
   }
 }
 

@@ -46,7 +46,7 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
               T* D);
 
 // The machine's ceiling in the same run: C = A B with A: rows x inner, B: inner x cols, on the
-// same threads (rows split between them).
+// same threads and no more (rows split between them, each thread's product single-threaded).
 template <class T>
 void gemm(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* C, index_t threads);
 
