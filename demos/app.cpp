@@ -57,8 +57,10 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 // The candidate `word` most likely meant: the nearest within a third of its length (one edit for
-// 2 to 4 letters, two for 5 to 7, ...), or one it begins (3 letters at least); else empty.
+// 2 to 4 letters, two for 5 to 7, ...), or one it begins (3 letters at least); else empty (and
+// for a word too long to be a name).
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  if (word.size() > 64) return "";
   const std::size_t limit = std::min<std::size_t>(3, (word.size() + 1) / 3);
   std::string best;
   std::size_t best_distance = std::string::npos;
