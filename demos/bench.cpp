@@ -164,8 +164,8 @@ template <class T>
 void run_forward(const BenchOptions& o, const Arrays<T>& a, Outputs<T>& out) {
   if (o.device == Device::cuda)
     return cuda::forward<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), Variant{},
-                            a.Q.data(), a.K.data(), a.V.data(), out.O.data(), out.L.data(),
-                            out.L_lo.data());
+                            fd::Impl::teaching, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
+                            out.L.data(), out.L_lo.data());
   if (o.impl == Impl::fast)
     return fast::forward(fast::Shape{o.b, o.h, o.n, o.keys(), o.d}, o.params(),
                          fast::Options{o.threads, kFastTiles}, a.Q.data(), a.K.data(), a.V.data(),
@@ -383,9 +383,9 @@ void run_bench_as(const BenchOptions& o) {
   const double rss_before = reset_peak();
   std::vector<double> ms;
   if (o.device == Device::cuda)
-    ms = cuda::time_kernels<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)), o.pass,
-                               o.deterministic, a.Q.data(), a.K.data(), a.V.data(), a.dO.data(),
-                               int(o.warmup), int(o.reps))
+    ms = cuda::time_kernels<T>(o.shape(), o.params(), cuda::default_tiles(o.d, sizeof(T)),
+                               Variant{}, fd::Impl::teaching, o.pass, o.deterministic, a.Q.data(),
+                               a.K.data(), a.V.data(), a.dO.data(), int(o.warmup), int(o.reps))
              .ms;
   else
     ms = time_cpu(  // fwd: a whole forward with its outputs; bwd: the backward alone, as

@@ -86,7 +86,7 @@ ForwardResult<T> forward_on_device(const AttentionOptions& o, const Inputs<T>& i
   const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.tiles().Br <= kMaxTracedSlots;
   // (the kernel's trace: head 0 only, replayed into the same sinks as the CPU path's)
   try {
-    cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), in.Q.data(), in.K.data(),
+    cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.impl, in.Q.data(), in.K.data(),
                      in.V.data(), out.O.data(), out.L.data(), out.L_lo.data(),
                      traced ? &trace : nullptr);
   } catch (const cuda::CudaError& e) {

@@ -55,8 +55,8 @@ void check_case(const Case& c, const AttnParams& p, bool deterministic) {
   const index_t H = c.b * c.h;
   std::vector<T> O(in.Q.size()), L(std::size_t(H * c.n)), L_lo(L.size()), dQ(in.Q.size()),
       dK(in.K.size()), dV(in.K.size()), D(L.size());
-  cuda::forward<T>(s, p, {c.Br, c.Bc}, {}, in.Q.data(), in.K.data(), in.V.data(), O.data(),
-                   L.data(), L_lo.data());
+  cuda::forward<T>(s, p, {c.Br, c.Bc}, {}, Impl::teaching, in.Q.data(), in.K.data(), in.V.data(),
+                   O.data(), L.data(), L_lo.data());
   cuda::backward<T>(s, p, {c.Br, c.Bc}, {}, deterministic, in.Q.data(), in.K.data(), in.V.data(),
                     O.data(), L.data(), L_lo.data(), in.dO.data(), dQ.data(), dK.data(), dV.data(),
                     D.data());
@@ -80,8 +80,8 @@ void check_grid_case(const test::GridCase& c, const test::Problem<T>& p,
   test::Outputs<T> out{Mat<T>(c.n, c.d), Vec<T>(c.n), Mat<T>(c.n, c.d), Mat<T>(c.m, c.d),
                        Mat<T>(c.m, c.d)};
   Vec<T> L_lo(c.n), D(c.n);
-  cuda::forward<T>(s, p.params, tiles, {}, p.Q.data(), p.K.data(), p.V.data(), out.O.data(),
-                   out.L.data(), L_lo.data());
+  cuda::forward<T>(s, p.params, tiles, {}, Impl::teaching, p.Q.data(), p.K.data(), p.V.data(),
+                   out.O.data(), out.L.data(), L_lo.data());
   for (bool deterministic : {false, true}) {
     cuda::backward<T>(s, p.params, tiles, {}, deterministic, p.Q.data(), p.K.data(), p.V.data(),
                       out.O.data(), out.L.data(), L_lo.data(), p.dO.data(), out.dQ.data(),
@@ -138,8 +138,8 @@ TEST_CASE("fully masked rows: O = 0, L = -inf, zero gradients, no NaN") {
   const AttnParams p{true, CausalAlign::bottom_right, {}};
   std::vector<double> O(in.Q.size()), L(22), dQ(in.Q.size()), dK(in.K.size()), dV(in.K.size()),
       D(22);
-  cuda::forward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, in.Q.data(), in.K.data(), in.V.data(),
-                        O.data(), L.data());
+  cuda::forward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, Impl::teaching, in.Q.data(), in.K.data(),
+                        in.V.data(), O.data(), L.data());
   cuda::backward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, false, in.Q.data(), in.K.data(),
                          in.V.data(), O.data(), L.data(), nullptr, in.dO.data(), dQ.data(),
                          dK.data(), dV.data(), D.data());
@@ -164,8 +164,8 @@ TEST_CASE("the kernel's trace equals the CPU path's, event by event") {
     flash_forward(Q, K, V, p, {8, 6}, &cpu);
     std::vector<double> O(in.Q.size()), L(19);
     cuda::KernelTrace trace;
-    cuda::forward<double>({1, 1, 19, 23, 4}, p, {8, 6}, {}, in.Q.data(), in.K.data(), in.V.data(),
-                          O.data(), L.data(), nullptr, &trace);
+    cuda::forward<double>({1, 1, 19, 23, 4}, p, {8, 6}, {}, Impl::teaching, in.Q.data(),
+                          in.K.data(), in.V.data(), O.data(), L.data(), nullptr, &trace);
     cuda::replay(trace, p.mask_for(19, 23), L, gpu);
     REQUIRE(cpu.v.size() == gpu.v.size());
     for (std::size_t k = 0; k < cpu.v.size(); ++k) {
@@ -180,8 +180,8 @@ TEST_CASE("deterministic mode is bit-reproducible") {
   const Heads<float> in = random_heads<float>(c, 9);
   const cuda::Shape s{1, 2, 64, 64, 32};
   std::vector<float> O(in.Q.size()), L(128), D(128);
-  cuda::forward<float>(s, AttnParams{}, {16, 16}, {}, in.Q.data(), in.K.data(), in.V.data(),
-                       O.data(), L.data());
+  cuda::forward<float>(s, AttnParams{}, {16, 16}, {}, Impl::teaching, in.Q.data(), in.K.data(),
+                       in.V.data(), O.data(), L.data());
   std::vector<float> a(in.Q.size()), b(in.Q.size()), k(in.K.size()), v(in.K.size());
   cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, true, in.Q.data(), in.K.data(), in.V.data(),
                         O.data(), L.data(), nullptr, in.dO.data(), a.data(), k.data(), v.data(),

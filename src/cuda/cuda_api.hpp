@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "flashdemo/impl.hpp"
 #include "flashdemo/params.hpp"
 #include "flashdemo/tiling.hpp"
 #include "flashdemo/trace.hpp"
@@ -56,11 +57,22 @@ struct KernelTrace {
 void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double>& L,
             TraceSink& sink);
 
+// The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc and
+// mma have theirs fixed at compile time, Br x Bc below (then capped at n and m, as the CPU's).
+inline TileSizes kernel_tiles(Impl, index_t) {
+  return {64, 64};
+}
+
+// What a rung accepts, or why not, in English (empty when it runs): d, the precision.
+std::string refuses(Impl impl, index_t d, Precision p_in);
+
 // Forward on the GPU, host arrays in and out. L: b*h*n; L_lo (L's rounding error, when not
-// null) likewise. trace (head 0) when not null.
+// null) likewise; the simt, tc and mma rungs write L_lo = 0. trace (head 0) when not null.
+// tc and mma take bf16 or fp16 (variant.p_in): the host arrays hold values of that format, in T.
 template <class T>
-void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, const T* Q,
-             const T* K, const T* V, T* O, T* L, T* L_lo = nullptr, KernelTrace* trace = nullptr);
+void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, Impl impl,
+             const T* Q, const T* K, const T* V, T* O, T* L, T* L_lo = nullptr,
+             KernelTrace* trace = nullptr);
 
 // Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
 // through atomics or, with deterministic, in a separate pass over query tiles. L_lo may be null.
@@ -75,10 +87,16 @@ struct Timing {
   std::vector<double> ms;
 };
 enum class Pass { fwd, bwd };
+// impl: the rung timed (the backward: teaching only); variant.p_in: bf16/fp16 for tc and mma.
 template <class T>
-Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Pass pass,
-                    bool deterministic, const T* Q, const T* K, const T* V, const T* dO, int warmup,
-                    int reps);
+Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
+                    Impl impl, Pass pass, bool deterministic, const T* Q, const T* K, const T* V,
+                    const T* dO, int warmup, int reps);
+
+// The bf16 GEMM ceiling: TFLOP/s of cuBLAS's bf16 GEMM (fp32 accumulation), n x n x n, median of
+// reps after warm-up. cuBLAS is loaded at run time (dlopen), so the tool does not depend on it;
+// CudaError when it cannot be found.
+double gemm_tflops_bf16(index_t n, int reps);
 
 // The tile sizes the teaching kernels use unless told: as large as shared memory allows.
 TileSizes default_tiles(index_t d, std::size_t element_bytes);

@@ -22,8 +22,8 @@ TileSizes default_tiles(index_t, std::size_t) {
 }
 
 template <class T>
-void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, const T*, T*,
-             T*, T*, KernelTrace*) {
+void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*, const T*,
+             const T*, T*, T*, T*, KernelTrace*) {
   no_cuda();
 }
 
@@ -34,19 +34,23 @@ void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T
 }
 
 template <class T>
-Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, const T*,
-                    const T*, const T*, int, int) {
+Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, Pass, bool, const T*,
+                    const T*, const T*, const T*, int, int) {
+  no_cuda();
+}
+
+double gemm_tflops_bf16(index_t, int) {
   no_cuda();
 }
 
 #define FD_INSTANTIATE(T)                                                                        \
-  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, \
-                        const T*, T*, T*, T*, KernelTrace*);                                     \
+  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*,     \
+                        const T*, const T*, T*, T*, T*, KernelTrace*);                           \
   template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
                          const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*, \
                          T*);                                                                    \
-  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, \
-                               const T*, const T*, const T*, int, int);
+  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, Pass,  \
+                               bool, const T*, const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 #undef FD_INSTANTIATE

@@ -8,6 +8,7 @@
 
 #include "cuda/cuda_api.hpp"
 #include "cuda/kernels.cuh"
+#include "cuda/rungs.cuh"
 
 namespace fd::cuda {
 namespace {
@@ -172,9 +173,10 @@ TileSizes default_tiles(index_t d, std::size_t element_bytes) {
 }
 
 template <class T>
-void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v, const T* Q,
-             const T* K, const T* V, T* O, T* L, T* L_lo, KernelTrace* trace) {
+void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v, Impl impl,
+             const T* Q, const T* K, const T* V, T* O, T* L, T* L_lo, KernelTrace* trace) {
   require_gpu();
+  if (impl != Impl::teaching) return rung_forward(s, params, v, impl, Q, K, V, O, L, L_lo, trace);
   const Problem<T> p = problem<T>(s, params, tiles, v);
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);
@@ -222,10 +224,15 @@ void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant
 }
 
 template <class T>
-Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Pass pass,
-                    bool deterministic, const T* Q, const T* K, const T* V, const T* dO, int warmup,
-                    int reps) {
+Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v, Impl impl,
+                    Pass pass, bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
+                    int warmup, int reps) {
   require_gpu();
+  if (impl != Impl::teaching) {
+    if (pass == Pass::bwd)
+      throw CudaError(std::string("--impl ") + impl_name(impl) + " has no backward yet");
+    return rung_time(s, params, v, impl, Q, K, V, warmup, reps);
+  }
   const Problem<T> p = problem<T>(s, params, tiles, Variant{});
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);
@@ -266,13 +273,13 @@ Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, P
 }
 
 #define FD_INSTANTIATE(T)                                                                        \
-  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, const T*, const T*, \
-                        const T*, T*, T*, T*, KernelTrace*);                                     \
+  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*,     \
+                        const T*, const T*, T*, T*, T*, KernelTrace*);                           \
   template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
                          const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*, \
                          T*);                                                                    \
-  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Pass, bool, const T*, \
-                               const T*, const T*, const T*, int, int);
+  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, Pass,  \
+                               bool, const T*, const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 #undef FD_INSTANTIATE

@@ -3,6 +3,7 @@
 
 #include "flashdemo/file_io.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -131,6 +132,26 @@ std::string read_header(InputFile& in, const std::string& path) {
   return read_exact(in, len, path, "header");
 }
 
+// The n data bytes the header promises, read in chunks: memory grows only as bytes arrive, so a
+// small file whose header claims gigabytes fails as truncated instead of allocating them.
+std::vector<char> read_data(InputFile& in, std::size_t n, std::size_t width,
+                            const std::string& path) {
+  constexpr std::size_t kChunk = std::size_t(1) << 24;
+  std::vector<char> raw;
+  std::size_t got = 0;
+  while (got < n) {
+    raw.resize(got + std::min(kChunk, n - got));
+    const std::size_t want = raw.size() - got;
+    const std::size_t r = in.read(raw.data() + got, want);
+    got += r;
+    if (r < want) break;
+  }
+  if (got < n)
+    fail(path, "truncated data: the header promises " + std::to_string(n / width) + " elements (" +
+                   std::to_string(n) + " bytes), the file holds " + std::to_string(got) + " bytes");
+  return raw;
+}
+
 // The reading itself (read_npy turns a FileError into an NpyError).
 NpyArray read_npy_from(const std::string& path) {
   InputFile in(path);  // a file, a pipe or a FIFO: read as far as the header says, never sought
@@ -141,13 +162,8 @@ NpyArray read_npy_from(const std::string& path) {
     count *= s;
   }
   const index_t width = h.type == NpyType::f8 ? 8 : h.type == NpyType::f4 ? 4 : 2;
+  const std::vector<char> raw = read_data(in, std::size_t(count * width), std::size_t(width), path);
   NpyArray a{h.type, h.shape, std::vector<double>(std::size_t(count))};
-  std::vector<char> raw(std::size_t(count * width));
-  const std::size_t got = in.read(raw.data(), raw.size());
-  if (got < raw.size())
-    fail(path, "truncated data: the header promises " + std::to_string(count) + " elements (" +
-                   std::to_string(count * width) + " bytes), the file holds " +
-                   std::to_string(got) + " bytes");
   for (index_t k = 0; k < count; ++k) {  // little-endian on every host flashdemo builds for
     if (h.type == NpyType::f8) {
       std::memcpy(&a.data[std::size_t(k)], raw.data() + k * 8, 8);

@@ -1,0 +1,19 @@
+// rungs.cuh — the launchers of the GPU ladder above the teaching kernels (rungs.cu), as
+// flash_cuda.cu calls them: simt (fp32, register-tiled), tc and mma (tensor cores).
+#pragma once
+
+#include "cuda/cuda_api.hpp"
+
+namespace fd::cuda {
+
+// The forward of rung `impl` on host arrays (values of variant.p_in's format for tc and mma).
+template <class T>
+void rung_forward(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
+                  const T* K, const T* V, T* O, T* L, T* L_lo, KernelTrace* trace);
+
+// CUDA-event times of rung `impl`'s forward on device-resident copies of Q, K, V.
+template <class T>
+Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
+                 const T* K, const T* V, int warmup, int reps);
+
+}  // namespace fd::cuda
