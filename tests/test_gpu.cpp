@@ -1,9 +1,11 @@
-// test_gpu.cpp — the CUDA teaching kernels against the fp64 CPU reference: odd shapes, both
-// alignments, fully masked rows, several heads, fp32 and fp64; the kernel's trace against the
-// CPU path's, event by event. Exits 77 (ctest: skipped) where no GPU is present.
+// test_gpu.cpp — the CUDA kernels against the CPU reference: the teaching kernels in fp32 and
+// fp64, the rungs above them (simt fp32; tc and mma bf16 and fp16, graded against naive attention
+// in that precision); odd shapes, both alignments, fully masked rows, several heads; each
+// kernel's trace against the CPU path's, event by event. Exits 77 (ctest: skipped) without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <initializer_list>
 
@@ -87,6 +89,41 @@ void check_grid_case(const test::GridCase& c, const test::Problem<T>& p,
                       out.O.data(), out.L.data(), L_lo.data(), p.dO.data(), out.dQ.data(),
                       out.dK.data(), out.dV.data(), D.data());
     test::check_outputs(out, e, deterministic ? "cuda teaching (deterministic)" : "cuda teaching");
+  }
+}
+
+// The rungs above the teaching kernel (simt in fp32, tc and mma in bf16 and fp16): the forward,
+// graded head by head against naive attention in the same precision.
+struct RungCase {
+  index_t b, h, n, m, d;
+};
+const RungCase kRungCases[] = {{1, 1, 1, 1, 64},    {1, 1, 64, 64, 128},  {2, 3, 37, 53, 64},
+                               {1, 1, 20, 9, 128},  {1, 2, 130, 250, 64}, {1, 1, 257, 64, 128},
+                               {2, 1, 200, 77, 64}, {1, 1, 96, 300, 128}};
+
+std::vector<float> rounded(const std::vector<float>& x, Precision p) {
+  std::vector<float> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) out[k] = round_to(p, x[k]);
+  return out;
+}
+
+void check_rung(Impl impl, Precision prec, const RungCase& c, const AttnParams& p) {
+  const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
+  Heads<float> in = random_heads<float>(shape, 23);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
+  const index_t H = c.b * c.h;
+  std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n)), L_lo(L.size(), 1.0f);
+  cuda::forward<float>({c.b, c.h, c.n, c.m, c.d}, p, cuda::kernel_tiles(impl, c.d),
+                       Variant{prec, Mistake::none}, impl, in.Q.data(), in.K.data(), in.V.data(),
+                       O.data(), L.data(), L_lo.data());
+  for (float lo : L_lo) CHECK(lo == 0.0f);
+  for (index_t h = 0; h < H; ++h) {
+    const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                   head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
+    const test::Outputs<float> got{head(O, h, c.n, c.d),
+                                   Eigen::Map<const Vec<float>>(L.data() + h * c.n, c.n),
+                                   Mat<float>(), Mat<float>(), Mat<float>()};
+    test::check_outputs(got, test::Expected<float>(one, prec), impl_name(impl), prec);
   }
 }
 
@@ -175,6 +212,75 @@ TEST_CASE("the kernel's trace equals the CPU path's, event by event") {
   }
 }
 
+TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, heads") {
+  const std::pair<Impl, Precision> rungs[] = {{Impl::simt, Precision::fp32},
+                                              {Impl::tc, Precision::bf16},
+                                              {Impl::mma, Precision::bf16},
+                                              {Impl::mma, Precision::fp16}};
+  for (const auto& [impl, prec] : rungs)
+    for (const RungCase& c : kRungCases)
+      for (bool causal : {false, true})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (!causal && align == CausalAlign::bottom_right) continue;
+          INFO(impl_name(impl) << " " << precision_name(prec) << " b=" << c.b << " h=" << c.h
+                               << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                               << " causal=" << causal << " align=" << int(align));
+          check_rung(impl, prec, c, AttnParams{causal, align, {}});
+        }
+}
+
+TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
+  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma}) {
+    const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
+    const Case c{1, 2, 90, 20, 64, 64, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
+    const Heads<float> in = random_heads<float>(c, 3);
+    std::vector<float> O(in.Q.size()), L(180);
+    cuda::forward<float>({1, 2, 90, 20, 64}, AttnParams{true, CausalAlign::bottom_right, {}},
+                         cuda::kernel_tiles(impl, 64), Variant{prec, Mistake::none}, impl,
+                         rounded(in.Q, prec).data(), rounded(in.K, prec).data(),
+                         rounded(in.V, prec).data(), O.data(), L.data());
+    for (index_t h = 0; h < 2; ++h)
+      for (index_t q = 0; q < 90; ++q) {
+        INFO(impl_name(impl) << " head " << h << " row " << q);
+        const float Lq = L[std::size_t(h * 90 + q)];
+        CHECK((q < 70 ? std::isinf(Lq) && Lq < 0 : std::isfinite(Lq)));
+        for (index_t x = 0; x < 64; ++x) {
+          const float v = O[std::size_t((h * 90 + q) * 64 + x)];
+          CHECK((q < 70 ? v == 0.0f : std::isfinite(v)));
+        }
+      }
+  }
+}
+
+TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile math)") {
+  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma})
+    for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+      const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
+      const Case c{1, 1, 150, 100, 64, 64, 64};
+      const Heads<float> in = random_heads<float>(c, 5);
+      const AttnParams p{true, align, {}};
+      const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
+                               v = rounded(in.V, prec);
+      const Mat<float> Q = head(q, 0, 150, 64), K = head(k, 0, 100, 64), V = head(v, 0, 100, 64);
+      Flatten cpu, gpu;
+      flash_forward(Q, K, V, p, cuda::kernel_tiles(impl, 64), &cpu, Variant{prec, Mistake::none});
+      std::vector<float> O(q.size()), L(150);
+      cuda::KernelTrace trace;
+      cuda::forward<float>({1, 1, 150, 100, 64}, p, cuda::kernel_tiles(impl, 64),
+                           Variant{prec, Mistake::none}, impl, q.data(), k.data(), v.data(),
+                           O.data(), L.data(), nullptr, &trace);
+      cuda::replay(trace, p.mask_for(150, 100), std::vector<double>(L.begin(), L.end()), gpu);
+      INFO(impl_name(impl) << " align " << int(align));
+      REQUIRE(cpu.v.size() == gpu.v.size());
+      int off = 0;
+      for (std::size_t x = 0; x < cpu.v.size(); ++x)  // sums in another order: fp32 rounding
+        if (!(abs_error(gpu.v[x], cpu.v[x]) <= 2e-5 * std::max(1.0, std::abs(cpu.v[x]))) &&
+            ++off <= 5)
+          MESSAGE("value " << x << ": gpu " << gpu.v[x] << ", cpu " << cpu.v[x]);
+      CHECK(off == 0);
+    }
+}
+
 TEST_CASE("deterministic mode is bit-reproducible") {
   const Case c{1, 2, 64, 64, 32, 16, 16};
   const Heads<float> in = random_heads<float>(c, 9);
@@ -190,6 +296,35 @@ TEST_CASE("deterministic mode is bit-reproducible") {
                         O.data(), L.data(), nullptr, in.dO.data(), b.data(), k.data(), v.data(),
                         D.data());
   CHECK(a == b);
+}
+
+// Not a test (skipped unless asked: -tc="rung speed*" --no-skip): each rung's forward time at
+// FlashAttention's benchmark shape, for a quick look while developing; `flashdemo ladder` is the
+// measurement.
+TEST_CASE("rung speed, printed" * doctest::skip()) {
+  for (index_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      const index_t n = 4096, b = 4, h = 2048 / d;
+      const Case c{b, h, n, n, d, 64, 64};
+      const Heads<float> in = random_heads<float>(c, 1);
+      const double flops =
+          4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+      for (Impl impl : {Impl::teaching, Impl::simt, Impl::tc, Impl::mma}) {
+        const Precision prec = tensor_cores(impl) ? Precision::bf16 : Precision::fp32;
+        const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
+                                 v = rounded(in.V, prec);
+        const TileSizes tiles =
+            impl == Impl::teaching ? cuda::default_tiles(d, 4) : cuda::kernel_tiles(impl, d);
+        auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}}, tiles,
+                                           Variant{prec, Mistake::none}, impl, cuda::Pass::fwd,
+                                           false, q.data(), k.data(), v.data(), q.data(), 2,
+                                           impl == Impl::teaching ? 3 : 10);
+        std::sort(t.ms.begin(), t.ms.end());
+        const double ms = t.ms[t.ms.size() / 2];
+        MESSAGE(std::string(impl_name(impl)) << " d=" << d << " causal=" << causal << ": " << ms
+                                             << " ms, " << flops / ms / 1e9 << " TFLOP/s");
+      }
+    }
 }
 
 int main(int argc, char** argv) {

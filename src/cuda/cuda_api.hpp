@@ -58,9 +58,10 @@ void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double
             TraceSink& sink);
 
 // The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc and
-// mma have theirs fixed at compile time, Br x Bc below (then capped at n and m, as the CPU's).
-inline TileSizes kernel_tiles(Impl, index_t) {
-  return {64, 64};
+// mma have theirs fixed at compile time (mma 128 x 64, the others 64 x 64), then capped at n and
+// m as the CPU's are.
+inline TileSizes kernel_tiles(Impl impl, index_t) {
+  return impl == Impl::mma ? TileSizes{128, 64} : TileSizes{64, 64};
 }
 
 // What a rung accepts, or why not, in English (empty when it runs): d, the precision.

@@ -1,22 +1,248 @@
-// rungs.cu — launching the rungs above the teaching kernel (simt.cuh, mma.cuh).
+// rungs.cu — launching the rungs above the teaching kernel (simt.cuh, mma.cuh): the inputs in
+// the rung's element type on the device, the kernel chosen by (rung, d), its trace, its timing,
+// and the bf16 GEMM ceiling they are measured against (cuBLAS, opened at run time).
+//   element type E:  simt float;  tc and mma __nv_bfloat16 or __half (variant.p_in)
+//   kernel:          simt<d>;  tc: 16-byte loads, 1 row fragment per warp (Br = 64);
+//                    mma: cp.async double buffer, 2 row fragments per warp (Br = 128)
+//   grid:            (Tr, b h), causal query tiles longest first;  L_lo = 0 (L is fp32)
+#include <cublas_v2.h>  // types only: the library itself is opened with dlopen
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/device_memory.cuh"
+#include "cuda/mma.cuh"
 #include "cuda/rungs.cuh"
+#include "cuda/simt.cuh"
 
 namespace fd::cuda {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <class E>
+E to_element(float x) {
+  if constexpr (std::is_same_v<E, __nv_bfloat16>)
+    return __float2bfloat16_rn(x);
+  else if constexpr (std::is_same_v<E, __half>)
+    return __float2half_rn(x);
+  else
+    return x;
+}
+
+template <class E>
+float from_element(E x) {
+  if constexpr (std::is_same_v<E, float>)
+    return x;
+  else
+    return float(x);
+}
+
+// The trace buffers of head 0 (allocated only when traced).
+struct TraceBuffers {
+  std::size_t tiles, slots, rows;
+  DeviceArray<char> computed;
+  DeviceArray<float> m_old, m_new, alpha, l, final_m, final_l;
+  TraceBuffers(const Tiling& t, bool on)
+      : tiles(on ? std::size_t(t.Tr() * t.Tc()) : 0),
+        slots(tiles * std::size_t(t.Br)),
+        rows(on ? std::size_t(t.n) : 0),
+        computed(tiles),
+        m_old(slots),
+        m_new(slots),
+        alpha(slots),
+        l(slots),
+        final_m(rows),
+        final_l(rows) {
+    if (tiles) check(cudaMemset(computed.ptr, 0, tiles), "cudaMemset");
+  }
+  RungTrace view() const {
+    if (!tiles) return {};
+    return {computed.ptr, m_old.ptr, m_new.ptr, alpha.ptr, l.ptr, final_m.ptr, final_l.ptr};
+  }
+  void download(const Tiling& t, KernelTrace* out) const {
+    out->tiling = t;
+    out->computed.assign(tiles, 0);
+    computed.download(out->computed.data());
+    out->m_old = m_old.to_doubles(), out->m_new = m_new.to_doubles();
+    out->alpha = alpha.to_doubles(), out->l = l.to_doubles();
+    out->final_m = final_m.to_doubles(), out->final_l = final_l.to_doubles();
+  }
+};
+
+// One rung's problem on the device: Q, K, V uploaded once in E, O and L allocated.
+template <class E>
+struct DeviceProblem {
+  Shape s;
+  Impl impl;
+  Tiling tiling;
+  Mask mask;
+  float scale2;
+  DeviceArray<E> Q, K, V, O;
+  DeviceArray<float> L;
+  TraceBuffers trace;
+
+  template <class T>
+  DeviceProblem(const Shape& shape, const AttnParams& params, Impl rung, const T* q, const T* k,
+                const T* v, bool traced)
+      : s(shape),
+        impl(rung),
+        tiling{s.n, s.m, kernel_tiles(rung, s.d).Br, kernel_tiles(rung, s.d).Bc},
+        mask(params.mask_for(s.n, s.m)),
+        scale2(float(params.scale_for(s.d)) * kLog2e),
+        Q(converted(q, s.heads() * s.n * s.d).data(), std::size_t(s.heads() * s.n * s.d)),
+        K(converted(k, s.heads() * s.m * s.d).data(), std::size_t(s.heads() * s.m * s.d)),
+        V(converted(v, s.heads() * s.m * s.d).data(), std::size_t(s.heads() * s.m * s.d)),
+        O(std::size_t(s.heads() * s.n * s.d)),
+        L(std::size_t(s.heads() * s.n)),
+        trace(tiling, traced) {}
+
+  template <class T>
+  static std::vector<E> converted(const T* x, index_t count) {
+    std::vector<E> out(static_cast<std::size_t>(count));
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = to_element<E>(float(x[k]));
+    return out;
+  }
+};
+
+template <class Kernel>
+void allow_smem(Kernel kernel, std::size_t bytes) {
+  if (bytes > smem_limit())
+    throw CudaError("the rung needs " + std::to_string(bytes / 1024) +
+                    " KB of shared memory, more than this GPU's " +
+                    std::to_string(smem_limit() / 1024) + " KB");
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+        "cudaFuncSetAttribute");
+}
+
+template <class E, int D, bool Async, int kM>
+void launch_tc(const DeviceProblem<E>& p) {
+  const TcArgs<E> a{p.Q.ptr, p.K.ptr,  p.V.ptr, p.O.ptr,  p.L.ptr,       p.s.n,
+                    p.s.m,   p.tiling, p.mask,  p.scale2, p.trace.view()};
+  constexpr std::size_t bytes = tc_smem_bytes<D, Async, kM>();
+  allow_smem(tc_forward_kernel<E, D, Async, kM>, bytes);
+  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
+  tc_forward_kernel<E, D, Async, kM><<<grid, kTcThreads, bytes>>>(a);
+}
+
+template <int D>
+void launch_simt(const DeviceProblem<float>& p) {
+  const SimtArgs a{p.Q.ptr, p.K.ptr,  p.V.ptr, p.O.ptr,  p.L.ptr,       p.s.n,
+                   p.s.m,   p.tiling, p.mask,  p.scale2, p.trace.view()};
+  constexpr std::size_t bytes = simt_smem_bytes<D>();
+  allow_smem(simt_forward_kernel<D>, bytes);
+  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
+  simt_forward_kernel<D><<<grid, SimtShape::kThreads, bytes>>>(a);
+}
+
+// One forward of the problem's rung: the one switch from (rung, d) to a compiled kernel.
+template <class E>
+void launch(const DeviceProblem<E>& p) {
+  if (p.tiling.Tr() == 0 || p.s.heads() == 0) return;
+  const bool wide = p.s.d == 128;
+  if constexpr (std::is_same_v<E, float>) {
+    wide ? launch_simt<128>(p) : launch_simt<64>(p);
+  } else if (p.impl == Impl::mma) {
+    wide ? launch_tc<E, 128, true, 2>(p) : launch_tc<E, 64, true, 2>(p);
+  } else {
+    wide ? launch_tc<E, 128, false, 1>(p) : launch_tc<E, 64, false, 1>(p);
+  }
+}
+
+// The precision a rung run is in: fp64 for double; else bf16/fp16 when asked, fp32 otherwise.
+template <class T>
+Precision working(Variant v) {
+  if (sizeof(T) == sizeof(double)) return Precision::fp64;
+  return v.p_in == Precision::bf16 || v.p_in == Precision::fp16 ? v.p_in : Precision::fp32;
+}
+
+template <class E>
+struct Element {
+  using type = E;
+};
+
+// Calls f(Element<E>{}) with the element type of this run, after refusing what the rung does
+// not take.
+template <class T, class F>
+auto with_element(const Shape& s, Variant v, Impl impl, F&& f) {
+  const std::string no = refuses(impl, s.d, working<T>(v));
+  if (!no.empty()) throw CudaError(no);
+  if (impl == Impl::simt) return f(Element<float>{});
+  if (v.p_in == Precision::fp16) return f(Element<__half>{});
+  return f(Element<__nv_bfloat16>{});
+}
+
+}  // namespace
 
 template <class T>
-void rung_forward(const Shape&, const AttnParams&, Variant, Impl impl, const T*, const T*, const T*,
-                  T*, T*, T*, KernelTrace*) {
-  throw CudaError(std::string("--impl ") + impl_name(impl) + " is not built yet");
+void rung_forward(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
+                  const T* K, const T* V, T* O, T* L, T* L_lo, KernelTrace* trace) {
+  with_element<T>(s, v, impl, [&](auto element) {
+    using E = typename decltype(element)::type;
+    DeviceProblem<E> p(s, params, impl, Q, K, V, trace != nullptr);
+    launch(p);
+    check_launch("the forward kernel");
+    std::vector<E> o(p.O.count);
+    p.O.download(o.data());
+    for (std::size_t k = 0; k < o.size(); ++k) O[k] = T(from_element(o[k]));
+    std::vector<float> l(p.L.count);
+    p.L.download(l.data());
+    std::copy(l.begin(), l.end(), L);
+    if (L_lo) std::fill(L_lo, L_lo + l.size(), T(0));
+    if (trace) p.trace.download(p.tiling, trace);
+  });
 }
 
 template <class T>
-Timing rung_time(const Shape&, const AttnParams&, Variant, Impl impl, const T*, const T*, const T*,
-                 int, int) {
-  throw CudaError(std::string("--impl ") + impl_name(impl) + " is not built yet");
+Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
+                 const T* K, const T* V, int warmup, int reps) {
+  return with_element<T>(s, v, impl, [&](auto element) {
+    using E = typename decltype(element)::type;
+    DeviceProblem<E> p(s, params, impl, Q, K, V, false);
+    return time_events([&] { launch(p); }, warmup, reps);
+  });
 }
 
-double gemm_tflops_bf16(index_t, int) {
-  throw CudaError("not built yet");
+// cuBLAS, found at run time: the tool runs (and the package installs) without it.
+double gemm_tflops_bf16(index_t n, int reps) {
+  require_gpu();
+  void* lib = nullptr;
+  for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})
+    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+  if (!lib) throw CudaError("cuBLAS (libcublas.so) was not found on the library path");
+  using Create = cublasStatus_t (*)(cublasHandle_t*);
+  using Destroy = cublasStatus_t (*)(cublasHandle_t);
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const void*, const void*, cudaDataType, int, const void*,
+                                    cudaDataType, int, const void*, void*, cudaDataType, int,
+                                    cublasComputeType_t, cublasGemmAlgo_t);
+  const auto create = reinterpret_cast<Create>(dlsym(lib, "cublasCreate_v2"));
+  const auto destroy = reinterpret_cast<Destroy>(dlsym(lib, "cublasDestroy_v2"));
+  const auto gemm = reinterpret_cast<GemmEx>(dlsym(lib, "cublasGemmEx"));
+  cublasHandle_t h = nullptr;
+  if (!create || !destroy || !gemm || create(&h) != CUBLAS_STATUS_SUCCESS)
+    throw CudaError("cuBLAS was found but could not be started");
+  const std::size_t count = std::size_t(n) * std::size_t(n);
+  DeviceArray<__nv_bfloat16> A(count), B(count), C(count);
+  check(cudaMemset(A.ptr, 0, count * 2), "cudaMemset");
+  check(cudaMemset(B.ptr, 0, count * 2), "cudaMemset");
+  const float one = 1.0f, zero = 0.0f;
+  bool ok = true;
+  const Timing t = time_events(
+      [&] {
+        ok &= gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, A.ptr, CUDA_R_16BF,
+                   int(n), B.ptr, CUDA_R_16BF, int(n), &zero, C.ptr, CUDA_R_16BF, int(n),
+                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+      },
+      3, reps);
+  destroy(h);
+  if (!ok) throw CudaError("cuBLAS's bf16 GEMM failed");
+  std::vector<double> ms = t.ms;
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return 2.0 * double(n) * double(n) * double(n) / (ms[ms.size() / 2] * 1e-3) / 1e12;
 }
 
 template void rung_forward(const Shape&, const AttnParams&, Variant, Impl, const float*,

@@ -6,6 +6,14 @@
 
 namespace fd::cuda {
 
+// Head 0's trace in a rung's kernel when not null: per computed tile and row, the state before
+// and after it (m in natural units, as the CPU trace has it).
+struct RungTrace {
+  char* computed = nullptr;                                                  // Tr x Tc
+  float *m_old = nullptr, *m_new = nullptr, *alpha = nullptr, *l = nullptr;  // Tr x Tc x Br
+  float *final_m = nullptr, *final_l = nullptr;                              // n
+};
+
 // The forward of rung `impl` on host arrays (values of variant.p_in's format for tc and mma).
 template <class T>
 void rung_forward(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,

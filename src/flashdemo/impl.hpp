@@ -6,8 +6,8 @@
 //         simt      fp32 on CUDA cores, register-tiled: each thread owns 4 x 4 of S and of O
 //         tc        bf16/fp16 on tensor cores: mma.sync.m16n8k16 fed by ldmatrix, P kept in
 //                   registers as the A operand of P V; K and V loaded, then computed on
-//         mma       tc with the copy under the compute: cp.async double-buffered K and V tiles
-//                   in a swizzled shared-memory layout
+//         mma       tc with the copy under the compute (cp.async double-buffered K and V tiles)
+//                   and two 16-row fragments per warp, so each K and V fragment feeds two mma
 // The GPU rungs form the ladder (flashdemo ladder): each adds one idea to the rung below.
 // Every one is graded against the same reference by the same rule (compare.hpp).
 #pragma once

@@ -31,6 +31,23 @@ FD_HOST_DEVICE T shifted_exp(T x, T m) {
   return is_neg_inf(m) ? T(0) : fexp(x - m);
 }
 
+// The GPU rungs above the teaching kernel keep the state in base 2: with log2(e) folded into the
+// scale, x2 = x log2(e), m2 = m log2(e) and exp(x - m) = exp2(x2 - m2), one ex2 per score. The
+// same update with the same guards, for a row whose new max m2_new = max(m2_old, block max):
+//   alpha = 1 when m2_new is -inf (nothing finite seen yet: the state stays as it is),
+//           0 when only m2_old is -inf, exp2(m2_old - m2_new) otherwise;
+//   p = exp2(x2 - shift) with shift = m2_new, or 0 when m2_new is -inf (so p = exp2(-inf) = 0).
+FD_HOST_DEVICE float rescale_factor2(float m2_old, float m2_new) {
+  return is_neg_inf(m2_new) ? 1.0f : is_neg_inf(m2_old) ? 0.0f : ::exp2f(m2_old - m2_new);
+}
+FD_HOST_DEVICE float exp2_shift(float m2) {
+  return is_neg_inf(m2) ? 0.0f : m2;
+}
+// L = m + log(l) from the base-2 state: m2 ln(2) + log(l), -inf for a row that saw nothing.
+FD_HOST_DEVICE float finalize2(float m2, float l) {
+  return l > 0.0f ? m2 * 0.69314718055994531f + ::logf(l) : neg_inf<float>();
+}
+
 // L = m + log(l) as an unevaluated sum L + lo of two T.
 template <class T>
 struct SplitL {

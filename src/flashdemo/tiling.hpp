@@ -48,14 +48,14 @@ struct TileCounts {
 };
 
 // J_i: query tile i computes key tiles 0 .. J_i - 1 and skips the rest (closed form).
-inline index_t computed_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
+FD_HOST_DEVICE index_t computed_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
   if (!mask.causal) return t.Tc();
   const index_t last = t.rows(i).end - 1 + mask.offset();  // last key its last row sees
   return last < 0 ? 0 : fmin2(t.Tc(), last / t.Bc + 1);
 }
 
 // F_i: of those, the first F_i are full (no entry masked).
-inline index_t full_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
+FD_HOST_DEVICE index_t full_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
   if (!mask.causal) return t.Tc();
   const index_t last = t.rows(i).begin + mask.offset();  // last key its first row sees
   const index_t full = last + 1 >= t.m ? t.Tc() : fmax2<index_t>(0, (last + 1) / t.Bc);
