@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""flashdemo's GPU rungs beside PyTorch's attention backends, timed in one run on one GPU.
+
+    python3 scripts/torch_compare.py --flashdemo build/release/flashdemo --impl mma --dtype bf16
+
+Needs a CUDA GPU and PyTorch (not a dependency of flashdemo; the GPU machine has it).
+Shapes: b * n = 16384 tokens and h * d = 2048 (FlashAttention's benchmark convention), so
+b = max(1, 16384 / n) and h = 2048 / d. FLOPs of the forward: 4 b h n^2 d, halved when causal;
+the backward counts 2.5 times the forward. flashdemo's time is `bench --json`'s median_ms, taken
+only when bench verified its output first ("verified": true); anything else counts as 0.
+PyTorch's times: CUDA events around each call, median of --reps after --warmup, one backend at a
+time (torch.nn.attention.sdpa_kernel); a backend that refuses the case is left blank.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+BACKENDS = [("fa2", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+            ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+
+
+def median_ms(fn, warmup, reps):
+    """Median of reps CUDA-event timings of fn() after warmup calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def torch_ms(b, h, n, d, causal, dtype, pass_, warmup, reps):
+    """{backend: median ms} for every backend that takes the case."""
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype, requires_grad=True)
+               for _ in range(3))
+    out = {}
+    for name, backend in BACKENDS:
+        try:
+            with sdpa_kernel([backend]):
+                def forward():
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                if pass_ == "fwd":
+                    with torch.no_grad():
+                        out[name] = median_ms(forward, warmup, reps)
+                else:
+                    o = forward()
+                    g = torch.randn_like(o)
+                    out[name] = median_ms(
+                        lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True),
+                        warmup, reps)
+        except RuntimeError:
+            pass  # this backend does not take this dtype, shape or pass
+    del q, k, v
+    torch.cuda.empty_cache()
+    return out
+
+
+def flashdemo_ms(exe, impl, dtype, b, h, n, d, causal, pass_):
+    """bench's verified median ms, or None (with bench's own message on stderr)."""
+    cmd = [exe, "bench", "--device", "cuda", "--impl", impl, "--dtype", dtype, "--b", str(b),
+           "--h", str(h), "--n", str(n), "--d", str(d), "--pass", pass_, "--json"]
+    cmd += ["--causal"] if causal else []
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    events = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    bench = [e for e in events if e.get("event") == "bench"]
+    if run.returncode != 0 or not bench or not bench[-1].get("verified"):
+        sys.stderr.write(f"not counted: {' '.join(cmd)}\n{run.stderr.strip()[-1000:]}\n")
+        return None
+    return bench[-1]["median_ms"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flashdemo", required=True, help="the flashdemo binary")
+    ap.add_argument("--impl", required=True, help="the rung: teaching, simt, tc, mma")
+    ap.add_argument("--dtype", default="bf16", choices=DTYPES)
+    ap.add_argument("--hd", default="64,128", help="head dimensions")
+    ap.add_argument("--n", default="1024,4096,16384", help="sequence lengths")
+    ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--passes", default="fwd", help="fwd, bwd or fwd,bwd")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--out", help="also write every row as JSON here")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")  # PyTorch explains every backend it skips; blanks say it
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, flashdemo --impl {a.impl} "
+          f"--dtype {a.dtype}, TFLOP/s", flush=True)
+    head = (f"{'pass':>4} {'d':>4} {'causal':>6} {'n':>6} | {'flashdemo':>9} {'fa2':>7} "
+            f"{'cudnn':>7} {'effic.':>7} | {'/fa2':>5} {'/cudnn':>6} {'/best':>5}")
+    print(head + "\n" + "-" * len(head), flush=True)
+    rows = []
+    for pass_ in a.passes.split(","):
+        for d in map(int, a.hd.split(",")):
+            for causal in (c == "1" for c in a.causal.split(",")):
+                for n in map(int, a.n.split(",")):
+                    b, h = max(1, 16384 // n), 2048 // d
+                    flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
+                    flops *= 2.5 if pass_ == "bwd" else 1.0
+                    peers = torch_ms(b, h, n, d, causal, DTYPES[a.dtype], pass_, a.warmup, a.reps)
+                    ours = flashdemo_ms(a.flashdemo, a.impl, a.dtype, b, h, n, d, causal, pass_)
+                    tf = {k: flops / ms / 1e9 for k, ms in peers.items()}
+                    mine = flops / ours / 1e9 if ours else 0.0
+                    ratio = {k: mine / v for k, v in tf.items()}
+                    best = max(tf.values()) if tf else float("nan")
+                    rows.append(dict(pass_=pass_, d=d, causal=causal, n=n, b=b, h=h,
+                                     flashdemo=mine, **tf, ratio_vs_best=mine / best))
+
+                    def cell(key, width=7, table=tf):
+                        return f"{table[key]:{width}.1f}" if key in table else f"{'-':>{width}}"
+
+                    def frac(key, width):
+                        return f"{ratio[key]:{width}.2f}" if key in ratio else f"{'-':>{width}}"
+
+                    print(f"{pass_:>4} {d:>4} {int(causal):>6} {n:>6} | {mine:9.1f} {cell('fa2')} "
+                          f"{cell('cudnn')} {cell('efficient')} | {frac('fa2', 5)} "
+                          f"{frac('cudnn', 6)} {mine / best:5.2f}", flush=True)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
