@@ -54,7 +54,7 @@ void add_variants(CLI::App* sub, AttentionOptions& o, Subcommand which) {
   auto* precision = add_choice<Precision>(sub, "--precision", o.precision,
                                           {{"bf16", Precision::bf16}, {"fp16", Precision::fp16}},
                                           tr(Msg::opt_precision));
-  precision->excludes(sub->get_option("--dtype"));
+  precision->each([&o](const std::string&) { o.precision_given = true; });
   std::vector<std::pair<std::string, Mistake>> names{{"list", Mistake::none}};
   for (const ui::MistakeInfo& m : ui::mistakes())
     if (which == Subcommand::backward || !m.backward_only) names.push_back({m.name, m.mistake});
@@ -96,14 +96,17 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
   add_count(sub, "--n", o.n, tr(Msg::opt_n), kMaxSize);
   add_count(sub, "--m", o.m, tr(Msg::opt_m), kMaxSize)->default_str("n");
   add_count(sub, "--d", o.d, tr(Msg::opt_d), index_t(1) << 16);
-  for (auto* block : {add_count(sub, "--block-q", o.Br, tr(Msg::opt_block_q), kMaxSize),
-                      add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize)})
-    block->each([&o](const std::string&) { o.tiles_given = true; });
+  add_count(sub, "--block-q", o.Br, tr(Msg::opt_block_q), kMaxSize)->each([&o](const std::string&) {
+    o.tiles_given = o.br_given = true;
+  });
+  add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize)->each([&o](const std::string&) {
+    o.tiles_given = o.bc_given = true;
+  });
   sub->add_flag("--causal", o.causal, tr(Msg::opt_causal));
   add_align(sub, o.align, o.causal, o.causal_implied)->each([&o](const std::string&) {
     o.align_given = true;
   });
-  add_dtype(sub, o.dtype);
+  add_dtype(sub, o.dtype, true)->each([&o](const std::string&) { o.dtype_given = true; });
   add_seed(sub, o.seed);
   add_finite(sub, "--scale", o.scale, tr(Msg::opt_scale));
   add_choice<ui::TraceLevel>(sub, "--trace", o.trace,
@@ -166,6 +169,15 @@ void limit_row_trace(const AttentionOptions& o) {
   if (lines > kMaxRowLines)
     throw Error(kUsage, tr(Msg::err_trace_rows_size, ui::grouped(lines), format_bytes(lines * 80),
                            ui::grouped(kMaxRowLines)));
+}
+
+void settle_dtype(AttentionOptions& o) {
+  const bool low = low_precision(o.dtype);
+  if (o.dtype_given && o.precision_given && (!low || dtype_precision(o.dtype) != o.precision))
+    throw Error(kUsage, tr(Msg::err_dtype_precision, dtype_name(o.dtype),
+                           precision_name(o.precision), precision_name(o.precision)));
+  if (low) o.precision = dtype_precision(o.dtype), o.dtype = DType::fp32;
+  o.dtype_given = o.precision_given = false;  // settled: a second call changes nothing
 }
 
 LoadedArrays prepare_inputs(AttentionOptions& o) {

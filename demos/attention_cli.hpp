@@ -30,7 +30,7 @@ struct AttentionOptions {
   index_t Br = 16, Bc = 16;
   bool causal = false;
   CausalAlign align = CausalAlign::top_left;
-  DType dtype = DType::fp64;  // the lecture's tensors are float64
+  DType dtype = DType::fp64;  // the lecture's tensors are float64; bf16, fp16: see settle_dtype
   std::uint32_t seed = 0;
   std::optional<double> scale;
   ui::TraceLevel trace = ui::TraceLevel::summary;
@@ -41,11 +41,13 @@ struct AttentionOptions {
   bool list_mistakes = false;             // --break list
   index_t show_p = -1;                    // --show-p ROW (forward)
   Parts parts;
-  Device device = Device::cpu;  // --device
-  Impl impl = Impl::teaching;   // --impl
-  index_t threads = 0;          // --threads (the fast path; 0: every hardware thread)
-  bool tiles_given = false;     // --block-q or --block-k on the command line
-  bool deterministic = false;   // --deterministic (backward on the GPU)
+  Device device = Device::cpu;              // --device
+  Impl impl = Impl::teaching;               // --impl
+  index_t threads = 0;                      // --threads (the fast path; 0: every hardware thread)
+  bool tiles_given = false;                 // --block-q or --block-k on the command line
+  bool br_given = false, bc_given = false;  // which of them
+  bool dtype_given = false, precision_given = false;  // --dtype, --precision on the command line
+  bool deterministic = false;                         // --deterministic (backward on the GPU)
   bool draws_per_mask = false;  // backward: the lecture draws Q, K, V afresh for its causal run
   bool causal_implied = false;  // --causal-align without --causal
   bool align_given = false;     // --causal-align on the command line
@@ -82,6 +84,11 @@ enum class Subcommand { forward, backward };
 // Sizes, tiles, mask, dtype, seed, scale, trace, .npy files, --precision, --break; the defaults
 // shown are those already in `o`.
 void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which);
+
+// --dtype bf16|fp16 is --precision bf16|fp16 (inputs stored in that format, computed in fp32):
+// sets precision from it and dtype to fp32. --dtype and --precision that disagree (--dtype fp32
+// --precision bf16, --dtype bf16 --precision fp16) are refused, one line, exit 2. Run first.
+void settle_dtype(AttentionOptions& o);
 
 // Reads --q/--k/--v (and --do) when given, sets n, m, d from them, and checks every output path
 // against the inputs and each other before anything runs (one-line error on any problem). A mistake

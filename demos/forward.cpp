@@ -148,6 +148,7 @@ void setup_forward(CLI::App& app) {
 }
 
 void run_forward(AttentionOptions& o) {
+  settle_dtype(o);
   require_device(o);
   LoadedArrays files = prepare_inputs(o);
   if (o.show_p >= o.n) throw Error(kUsage, ui::tr(Msg::err_show_p, o.show_p, o.n));
