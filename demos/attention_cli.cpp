@@ -121,7 +121,12 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
   add_choice<Device>(sub, "--device", o.device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      tr(Msg::opt_device))
       ->default_str("cpu");
-  add_choice<Impl>(sub, "--impl", o.impl, {{"teaching", Impl::teaching}, {"fast", Impl::fast}},
+  add_choice<Impl>(sub, "--impl", o.impl,
+                   {{"teaching", Impl::teaching},
+                    {"fast", Impl::fast},
+                    {"simt", Impl::simt},
+                    {"tc", Impl::tc},
+                    {"mma", Impl::mma}},
                    tr(Msg::opt_impl))
       ->default_str("teaching");
   add_count(sub, "--threads", o.threads, tr(Msg::opt_threads), 1024)->default_str("all");
@@ -251,7 +256,8 @@ void print_problem(const AttentionOptions& o) {
           o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), o.tiles().Br,
           o.tiles().Bc);
   if (o.emulated())
-    ui::say(Msg::problem_emulated, precision_name(o.working()), precision_name(o.working()));
+    ui::say(o.device == Device::cuda ? Msg::problem_gpu_precision : Msg::problem_emulated,
+            precision_name(o.working()), precision_name(o.working()));
   if (o.impl == Impl::fast) ui::say(Msg::problem_fast, thread_count(o));
   ui::say(!o.causal                          ? Msg::mask_none
           : o.align == CausalAlign::top_left ? Msg::mask_top_left

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "cuda/cuda_api.hpp"
 #include "flashdemo/attention.hpp"
 #include "flashdemo/compare.hpp"
 #include "flashdemo/impl.hpp"
@@ -60,10 +61,14 @@ struct AttentionOptions {
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   // The tiles the run uses: --block-q, --block-k (or the lecture's), except that the fast path
-  // keeps its own unless they were given; a tile larger than the problem is the problem's size.
+  // keeps its own unless they were given, and the GPU rungs simt, tc, mma compute their fixed
+  // tiles (cuda::kernel_tiles; other tiles given are refused); a tile larger than the problem is
+  // the problem's size.
   TileSizes tiles() const {
-    const TileSizes t =
-        impl == Impl::fast && !tiles_given ? TileSizes{128, 256} : TileSizes{Br, Bc};
+    const bool fixed = impl == Impl::simt || impl == Impl::tc || impl == Impl::mma;
+    const TileSizes t = fixed                                ? cuda::kernel_tiles(impl, d)
+                        : impl == Impl::fast && !tiles_given ? TileSizes{128, 256}
+                                                             : TileSizes{Br, Bc};
     return {t.Br < n ? t.Br : n, t.Bc < keys() ? t.Bc : keys()};
   }
   Tiling tiling() const { return Tiling{n, keys(), tiles().Br, tiles().Bc}; }

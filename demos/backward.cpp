@@ -213,7 +213,7 @@ void setup_backward(CLI::App& app) {
 
 void run_backward(AttentionOptions& o) {
   settle_dtype(o);
-  require_device(o);
+  require_device(o, Subcommand::backward);
   LoadedArrays files = prepare_inputs(o);
   dispatch_dtype(o, [&]<class T>() { run_backward_as<T>(o, files); });
 }

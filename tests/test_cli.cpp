@@ -770,6 +770,123 @@ TEST_CASE("bench --json: verified only with what was verified") {
   CHECK(k["max_error"].get<double>() <= k["error_bound"].get<double>());
 }
 
+// --dtype bf16|fp16 on bench: the CPU teaching path emulated, verified in that precision, and the
+// JSON says which; the paths that have no low precision refuse it.
+TEST_CASE("bench --dtype bf16 and fp16: the teaching path emulated, judged in that precision") {
+  for (const char* p : {"bf16", "fp16"}) {
+    for (const std::string args : {"--n 64 --d 16", "--n 70 --m 50 --d 8 --causal --pass bwd",
+                                   "--impl reference --n 40 --d 8 --b 2"}) {
+      const Run r = run("bench " + args + " --reps 1 --json --dtype " + p);
+      INFO(args << " " << p << " | " << r.err);
+      REQUIRE(r.code == 0);
+      const auto j = nlohmann::json::parse(r.out);
+      CHECK(j["dtype"] == p);
+      CHECK(j["device"] == "cpu");
+      CHECK(j["verified"] == true);
+      CHECK(j["max_error"].get<double>() <= j["error_bound"].get<double>());
+      CHECK(j["error_bound"].get<double>() > 1e-4);  // a bf16/fp16 bound, not an fp32 one
+    }
+    const Run text = run(std::string("bench --n 64 --d 16 --reps 1 --dtype ") + p);
+    CHECK(text.code == 0);
+    CHECK(has(text.out, std::string(" ") + p + " "));
+  }
+  struct Bad {
+    std::string args, names;
+  };
+  const Bad bad[] = {
+      {"bench --impl fast --dtype bf16", "--impl fast takes --dtype fp32 or fp64"},
+      {"bench --impl gemm --dtype fp16", "--impl gemm takes --dtype fp32 or fp64"},
+      {"bench --impl reference --dtype bf16 --pass bwd", "--impl reference takes --dtype fp32"},
+      {"bench --dtype bf15", "--dtype"},
+  };
+  for (const Bad& b : bad) {
+    const Run r = run(b.args);
+    INFO(b.args << " | " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+}
+
+// Whether this machine runs CUDA kernels: a CUDA build and a GPU that answers.
+bool gpu_here() {
+  const Run r = run("info --json");
+  return r.code == 0 && nlohmann::json::parse(r.out)["gpu"] != "";
+}
+
+// The GPU rungs simt, tc, mma: every case they cannot run is refused before any work, one line,
+// exit 2, whatever the machine; a case they can run needs a GPU (exit 5 without one), never a
+// crash.
+TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, exit 5") {
+  struct Bad {
+    std::string args, names;
+    int code;
+  };
+  const std::string f = "forward --device cuda ", b = "bench --device cuda ";
+  const Bad refused[] = {
+      {"forward --impl simt", "--impl simt is a GPU kernel: it runs on --device cuda", 2},
+      {"forward --impl mma --dtype bf16 --d 64", "--impl mma is a GPU kernel", 2},
+      {"backward --impl tc", "--impl tc is a GPU kernel", 2},
+      {f + "--impl simt --d 64", "--impl simt computes in fp32: use --dtype fp32", 2},
+      {f + "--impl simt --d 64 --dtype bf16", "--impl simt computes in fp32", 2},
+      {f + "--impl tc --d 64 --dtype fp32", "--impl tc runs on tensor cores: use --dtype bf16", 2},
+      {f + "--impl mma --d 64", "--impl mma runs on tensor cores", 2},
+      {f + "--impl mma --dtype bf16", "--impl mma is compiled for d = 64 and 128, not d = 32", 2},
+      {f + "--impl simt --dtype fp32 --d 96", "not d = 96", 2},
+      {"backward --device cuda --impl mma --dtype bf16 --d 64",
+       "--impl mma computes the forward only: the GPU backward is --impl teaching for now", 2},
+      {f + "--impl simt --dtype fp32 --d 64 --trace tiles", "--impl simt is not traced", 2},
+      {f + "--impl simt --dtype fp32 --d 64 --trace rows", "--trace rows", 2},
+      {f + "--impl mma --dtype bf16 --d 64 --block-q 32", "--impl mma computes fixed 64 x 64 tiles",
+       2},
+      {f + "--impl tc --dtype fp16 --d 128 --block-k 128", "--impl tc computes fixed 64 x 64", 2},
+      {f + "--impl tc --dtype bf16 --d 64 --break no-max", "--break runs on the CPU", 2},
+      {"forward --impl warp", "--impl", 2},
+      {"bench --impl mma", "--impl mma does not run on --device cpu", 2},
+      {b + "--impl tiled",
+       "--impl tiled does not run on --device cuda (choose teaching, simt, tc, mma)", 2},
+      {b + "--impl tc", "--impl tc runs on tensor cores", 2},
+      {b + "--impl mma --dtype bf16 --d 32", "not d = 32", 2},
+      {b + "--impl simt --dtype fp64", "--impl simt computes in fp32", 2},
+      {b + "--impl simt --pass bwd", "the GPU backward is --impl teaching for now", 2},
+  };
+  for (const Bad& x : refused) {
+    const Run r = run(x.args);
+    INFO(x.args << " | " << r.err);
+    CHECK(r.code == x.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, x.names));
+  }
+  // The same reasons in Chinese.
+  const Run zh = run(f + "--impl mma --d 64 --lang zh");
+  CHECK(zh.code == 2);
+  CHECK(has(zh.err, "张量核心"));
+  CHECK(has(run(f + "--impl simt --d 64 --lang zh").err, "以 fp32 计算"));
+  CHECK(has(run(f + "--impl tc --dtype bf16 --lang zh").err, "不支持 d = 32"));
+  if (gpu_here()) return;  // below: what a machine without a GPU says
+  const std::string runnable[] = {
+      f + "--impl simt --dtype fp32 --d 64",
+      f + "--impl tc --dtype bf16 --d 64",
+      f + "--impl mma --dtype fp16 --d 128 --causal --trace tiles",
+      f + "--impl mma --precision bf16 --d 64 --block-q 64 --block-k 64",
+      f + "--impl teaching --dtype bf16",
+      b + "--impl simt --d 128",
+      b + "--impl tc --dtype bf16 --json",
+      b + "--impl mma --dtype fp16 --d 128 --causal",
+      b + "--impl teaching --dtype bf16 --pass bwd",
+  };
+  for (const std::string& args : runnable) {
+    const Run r = run(args);
+    INFO(args << " | " << r.err);
+    CHECK(r.code == 5);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "--device cuda"));
+  }
+}
+
 // The share of the GEMM ceiling a bench table reports, or -1 when it says the GEMM was slower than
 // the run (then no ceiling: no share above 100 % is ever printed).
 double share_of_ceiling(const std::string& out) {
@@ -1077,7 +1194,8 @@ TEST_CASE("bash completion offers each option's values: choices, its kind of fil
       {"flashdemo memory --dtype ", "bf16 f32 fp16 fp32"},
       {"flashdemo forward --causal-align ", "bottom-right top-left"},
       {"flashdemo walkthrough --section ", "backward forward memory softmax"},
-      {"flashdemo bench --impl ", "fast gemm reference teaching tiled"},
+      {"flashdemo bench --impl ", "fast gemm mma reference simt tc teaching tiled"},
+      {"flashdemo forward --impl ", "fast mma simt tc teaching"},
       {"flashdemo forward --break ",
        "finite-mask l-starts-at-1 list no-max no-rescale wrong-align"},
       {"flashdemo backward --break n", "no-d no-max no-rescale"},
