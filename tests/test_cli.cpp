@@ -887,6 +887,58 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
   }
 }
 
+// flashdemo ladder: every GPU rung on one case. Its options are checked as bench's are; on the CPU
+// it refuses; without a GPU it says so in one line (exit 5), in JSON mode too, never a crash.
+TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU one line, exit 5") {
+  const Run help = run("ladder --help");
+  REQUIRE(help.code == 0);
+  for (const char* option : {"--b", "--h", "--n", "--m", "--d", "--causal", "--reps", "--warmup",
+                             "--seed", "--dtype TEXT:{bf16, fp16}=bf16", "--device"})
+    CHECK(has(help.out, option));
+  CHECK(has(help.out, "--n INT:INT>=1=4096"));
+  CHECK(has(help.out, "--d INT:INT>=1=128"));
+  CHECK(has(run("--help").out, "ladder"));
+  CHECK(has(run("manpage").out, ".SS ladder"));
+  CHECK(has(run("completion bash").out, "ladder"));
+  struct Bad {
+    std::string args, names;
+  };
+  const Bad bad[] = {
+      {"ladder --device cpu", "flashdemo ladder runs GPU kernels: --device cuda only"},
+      {"ladder --dtype fp32", "--dtype"},
+      {"ladder --dtype fp64", "--dtype"},
+      {"ladder --n -3", "--n"},
+      {"ladder --n 0", "--n"},
+      {"ladder --d 1.5", "--d"},
+      {"ladder --d 257", "--d"},
+      {"ladder --reps 0", "--reps"},
+      {"ladder --warmup=-1", "--warmup"},
+      {"ladder --seed -1", "--seed"},
+      {"ladder --b 99999999999999999999", "--b"},
+      {"ladder --impl mma", "--impl"},
+      {"ladder --pass bwd", "--pass"},
+  };
+  for (const Bad& b : bad) {
+    const Run r = run(b.args);
+    INFO(b.args << " | " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+  CHECK(has(run("ladder --device cpu --lang zh").err, "只能用 --device cuda"));
+  if (gpu_here()) return;
+  for (const char* args : {"ladder", "ladder --json", "ladder --dtype fp16 --d 64 --causal",
+                           "ladder --n 1024 --reps 50 --json --lang zh", "ladder --quiet"}) {
+    const Run r = run(args);
+    INFO(args << " | " << r.err);
+    CHECK(r.code == 5);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "--device cuda"));
+  }
+}
+
 // The share of the GEMM ceiling a bench table reports, or -1 when it says the GEMM was slower than
 // the run (then no ceiling: no share above 100 % is ever printed).
 double share_of_ceiling(const std::string& out) {
@@ -1176,7 +1228,9 @@ TEST_CASE("bash completion offers each option's values: choices, its kind of fil
       {"flashdemo forward --lang = ", "en zh"},  // --lang=: bash splits at the =
       {"flashdemo --lang zh ",
        "--color --help --json --lang --quiet --version backward bench check completion forward "
-       "info manpage memory softmax walkthrough"},
+       "info ladder manpage memory softmax walkthrough"},
+      {"flashdemo ladder --dtype ", "bf16 fp16"},
+      {"flashdemo ladder --device ", "cpu cuda"},
       {"flashdemo forward --q ", "q.npy sub"},
       {"flashdemo forward --save-lse ", "q.npy sub"},
       {"flashdemo backward --do ", "q.npy sub"},
@@ -1294,7 +1348,7 @@ std::vector<std::string> example_lines(const std::string& help) {
 TEST_CASE("every subcommand's --help shows its own examples, in English and Chinese") {
   const std::vector<std::string> app_examples = example_lines(run("--help").out);
   REQUIRE_FALSE(app_examples.empty());
-  for (const char* sub : {"softmax", "forward", "backward", "memory", "check", "bench",
+  for (const char* sub : {"softmax", "forward", "backward", "memory", "check", "bench", "ladder",
                           "walkthrough", "info", "manpage", "completion"}) {
     for (const char* lang : {"en", "zh"}) {
       const Run help = run(std::string(sub) + " --help --lang " + lang);
