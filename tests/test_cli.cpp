@@ -1132,6 +1132,8 @@ TEST_CASE("every line of every subcommand fits 100 display columns, in English a
                                              "memory --quiet",
                                              "check " + kQKV + " --o w_o.npy",
                                              "bench --n 64 --reps 1",
+                                             "bench --n 64 --reps 1 --dtype bf16",
+                                             "forward --dtype fp16 --causal",
                                              "info",
                                              "forward --break no-max",
                                              "forward --break finite-mask",
