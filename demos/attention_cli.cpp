@@ -197,7 +197,7 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
   a.K = load_matrix(o.files.k, "K", -1, a.Q.cols());
   a.V = load_matrix(o.files.v, "V", a.K.rows(), a.Q.cols());
   if (!o.files.dO.empty()) a.dO = load_matrix(o.files.dO, "dO", a.Q.rows(), a.Q.cols());
-  o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols();
+  o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols(), o.inputs_read = true;
   limit_row_trace(o);
   return a;
 }

@@ -56,8 +56,11 @@ void require_device(const AttentionOptions& o, Subcommand which) {
     throw Error(kUsage, ui::tr(ui::Msg::err_rung_cpu, impl_name(o.impl)));
   if (o.device != Device::cuda) return;
   if (o.mistake != Mistake::none) throw Error(kUsage, ui::tr(ui::Msg::err_break_cuda));
+  // d comes from --q when given, known only once prepare_inputs has read it (the callers then ask
+  // again); until then only the precision is checked (64: a d every rung takes), and not the GPU.
+  const bool d_known = o.files.q.empty() || o.inputs_read;
   if (o.impl != Impl::teaching) {
-    const std::string why = refusal(o.impl, o.d, o.working());
+    const std::string why = refusal(o.impl, d_known ? o.d : 64, o.working());
     if (!why.empty()) throw Error(kUsage, why);
     if (which == Subcommand::backward)
       throw Error(kUsage, ui::tr(ui::Msg::err_rung_backward, impl_name(o.impl)));
@@ -68,7 +71,7 @@ void require_device(const AttentionOptions& o, Subcommand which) {
     if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
       throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
   }
-  require_gpu();
+  if (d_known || o.impl == Impl::teaching) require_gpu();
 }
 
 void require_gpu() {

@@ -865,7 +865,18 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
   CHECK(has(zh.err, "张量核心"));
   CHECK(has(run(f + "--impl simt --d 64 --lang zh").err, "以 fp32 计算"));
   CHECK(has(run(f + "--impl tc --dtype bf16 --lang zh").err, "不支持 d = 32"));
-  if (gpu_here()) return;  // below: what a machine without a GPU says
+  // With --q, --k, --v the files' d decides.
+  write_inputs(8, 8, 3);
+  const Run d3 = run(f + "--impl mma --dtype bf16 " + kQKV);
+  CHECK(d3.code == 2);
+  CHECK(has(d3.err, "not d = 3"));
+  CHECK(lines(d3.err).size() == 1);
+  CHECK(run(f + "--impl mma " + kQKV).code == 2);  // fp64: refused before the files are read
+  if (gpu_here()) return;                          // below: what a machine without a GPU says
+  write_inputs(8, 8, 64);
+  const Run d64 = run(f + "--impl tc --dtype fp16 " + kQKV);
+  CHECK(d64.code == 5);
+  CHECK(lines(d64.err).size() == 1);
   const std::string runnable[] = {
       f + "--impl simt --dtype fp32 --d 64",
       f + "--impl tc --dtype bf16 --d 64",
