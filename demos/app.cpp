@@ -25,6 +25,7 @@
 #include "flashdemo/npy.hpp"
 #include "forward.hpp"
 #include "info.hpp"
+#include "ladder.hpp"
 #include "memory.hpp"
 #include "softmax.hpp"
 #include "ui/output.hpp"
@@ -222,6 +223,7 @@ int parse_and_run(int argc, char** argv) {
   fd::demos::setup_walkthrough(app);
   fd::demos::setup_info(app);
   fd::demos::setup_bench(app);
+  fd::demos::setup_ladder(app);
   fd::demos::setup_completion(app);
   fd::demos::setup_manpage(app);
   if (argc < 2) return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, joined_names(app)));

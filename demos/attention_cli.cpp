@@ -54,7 +54,7 @@ void add_variants(CLI::App* sub, AttentionOptions& o, Subcommand which) {
   auto* precision = add_choice<Precision>(sub, "--precision", o.precision,
                                           {{"bf16", Precision::bf16}, {"fp16", Precision::fp16}},
                                           tr(Msg::opt_precision));
-  precision->excludes(sub->get_option("--dtype"));
+  precision->each([&o](const std::string&) { o.precision_given = true; });
   std::vector<std::pair<std::string, Mistake>> names{{"list", Mistake::none}};
   for (const ui::MistakeInfo& m : ui::mistakes())
     if (which == Subcommand::backward || !m.backward_only) names.push_back({m.name, m.mistake});
@@ -96,14 +96,17 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
   add_count(sub, "--n", o.n, tr(Msg::opt_n), kMaxSize);
   add_count(sub, "--m", o.m, tr(Msg::opt_m), kMaxSize)->default_str("n");
   add_count(sub, "--d", o.d, tr(Msg::opt_d), index_t(1) << 16);
-  for (auto* block : {add_count(sub, "--block-q", o.Br, tr(Msg::opt_block_q), kMaxSize),
-                      add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize)})
-    block->each([&o](const std::string&) { o.tiles_given = true; });
+  add_count(sub, "--block-q", o.Br, tr(Msg::opt_block_q), kMaxSize)->each([&o](const std::string&) {
+    o.tiles_given = o.br_given = true;
+  });
+  add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize)->each([&o](const std::string&) {
+    o.tiles_given = o.bc_given = true;
+  });
   sub->add_flag("--causal", o.causal, tr(Msg::opt_causal));
   add_align(sub, o.align, o.causal, o.causal_implied)->each([&o](const std::string&) {
     o.align_given = true;
   });
-  add_dtype(sub, o.dtype);
+  add_dtype(sub, o.dtype, true)->each([&o](const std::string&) { o.dtype_given = true; });
   add_seed(sub, o.seed);
   add_finite(sub, "--scale", o.scale, tr(Msg::opt_scale));
   add_choice<ui::TraceLevel>(sub, "--trace", o.trace,
@@ -118,7 +121,12 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
   add_choice<Device>(sub, "--device", o.device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      tr(Msg::opt_device))
       ->default_str("cpu");
-  add_choice<Impl>(sub, "--impl", o.impl, {{"teaching", Impl::teaching}, {"fast", Impl::fast}},
+  add_choice<Impl>(sub, "--impl", o.impl,
+                   {{"teaching", Impl::teaching},
+                    {"fast", Impl::fast},
+                    {"simt", Impl::simt},
+                    {"tc", Impl::tc},
+                    {"mma", Impl::mma}},
                    tr(Msg::opt_impl))
       ->default_str("teaching");
   add_count(sub, "--threads", o.threads, tr(Msg::opt_threads), 1024)->default_str("all");
@@ -168,6 +176,15 @@ void limit_row_trace(const AttentionOptions& o) {
                            ui::grouped(kMaxRowLines)));
 }
 
+void settle_dtype(AttentionOptions& o) {
+  const bool low = low_precision(o.dtype);
+  if (o.dtype_given && o.precision_given && (!low || dtype_precision(o.dtype) != o.precision))
+    throw Error(kUsage, tr(Msg::err_dtype_precision, dtype_name(o.dtype),
+                           precision_name(o.precision), precision_name(o.precision)));
+  if (low) o.precision = dtype_precision(o.dtype), o.dtype = DType::fp32;
+  o.dtype_given = o.precision_given = false;  // settled: a second call changes nothing
+}
+
 LoadedArrays prepare_inputs(AttentionOptions& o) {
   showcase_mistake(o);
   LoadedArrays a;
@@ -180,7 +197,7 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
   a.K = load_matrix(o.files.k, "K", -1, a.Q.cols());
   a.V = load_matrix(o.files.v, "V", a.K.rows(), a.Q.cols());
   if (!o.files.dO.empty()) a.dO = load_matrix(o.files.dO, "dO", a.Q.rows(), a.Q.cols());
-  o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols();
+  o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols(), o.inputs_read = true;
   limit_row_trace(o);
   return a;
 }
@@ -239,7 +256,8 @@ void print_problem(const AttentionOptions& o) {
           o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), o.tiles().Br,
           o.tiles().Bc);
   if (o.emulated())
-    ui::say(Msg::problem_emulated, precision_name(o.working()), precision_name(o.working()));
+    ui::say(o.device == Device::cuda ? Msg::problem_gpu_precision : Msg::problem_emulated,
+            precision_name(o.working()), precision_name(o.working()));
   if (o.impl == Impl::fast) ui::say(Msg::problem_fast, thread_count(o));
   ui::say(!o.causal                          ? Msg::mask_none
           : o.align == CausalAlign::top_left ? Msg::mask_top_left

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "cuda/cuda_api.hpp"
 #include "flashdemo/attention.hpp"
 #include "flashdemo/compare.hpp"
 #include "flashdemo/impl.hpp"
@@ -30,7 +31,7 @@ struct AttentionOptions {
   index_t Br = 16, Bc = 16;
   bool causal = false;
   CausalAlign align = CausalAlign::top_left;
-  DType dtype = DType::fp64;  // the lecture's tensors are float64
+  DType dtype = DType::fp64;  // the lecture's tensors are float64; bf16, fp16: see settle_dtype
   std::uint32_t seed = 0;
   std::optional<double> scale;
   ui::TraceLevel trace = ui::TraceLevel::summary;
@@ -41,10 +42,13 @@ struct AttentionOptions {
   bool list_mistakes = false;             // --break list
   index_t show_p = -1;                    // --show-p ROW (forward)
   Parts parts;
-  Device device = Device::cpu;  // --device
-  Impl impl = Impl::teaching;   // --impl
-  index_t threads = 0;          // --threads (the fast path; 0: every hardware thread)
-  bool tiles_given = false;     // --block-q or --block-k on the command line
+  Device device = Device::cpu;              // --device
+  Impl impl = Impl::teaching;               // --impl
+  index_t threads = 0;                      // --threads (the fast path; 0: every hardware thread)
+  bool tiles_given = false;                 // --block-q or --block-k on the command line
+  bool br_given = false, bc_given = false;  // which of them
+  bool dtype_given = false, precision_given = false;  // --dtype, --precision on the command line
+  bool inputs_read = false;     // prepare_inputs has read --q, --k, --v (n, m, d are theirs)
   bool deterministic = false;   // --deterministic (backward on the GPU)
   bool draws_per_mask = false;  // backward: the lecture draws Q, K, V afresh for its causal run
   bool causal_implied = false;  // --causal-align without --causal
@@ -58,10 +62,14 @@ struct AttentionOptions {
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   // The tiles the run uses: --block-q, --block-k (or the lecture's), except that the fast path
-  // keeps its own unless they were given; a tile larger than the problem is the problem's size.
+  // keeps its own unless they were given, and the GPU rungs simt, tc, mma compute their fixed
+  // tiles (cuda::kernel_tiles; other tiles given are refused); a tile larger than the problem is
+  // the problem's size.
   TileSizes tiles() const {
-    const TileSizes t =
-        impl == Impl::fast && !tiles_given ? TileSizes{128, 256} : TileSizes{Br, Bc};
+    const bool fixed = impl == Impl::simt || impl == Impl::tc || impl == Impl::mma;
+    const TileSizes t = fixed                                ? cuda::kernel_tiles(impl, d)
+                        : impl == Impl::fast && !tiles_given ? TileSizes{128, 256}
+                                                             : TileSizes{Br, Bc};
     return {t.Br < n ? t.Br : n, t.Bc < keys() ? t.Bc : keys()};
   }
   Tiling tiling() const { return Tiling{n, keys(), tiles().Br, tiles().Bc}; }
@@ -82,6 +90,11 @@ enum class Subcommand { forward, backward };
 // Sizes, tiles, mask, dtype, seed, scale, trace, .npy files, --precision, --break; the defaults
 // shown are those already in `o`.
 void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which);
+
+// --dtype bf16|fp16 is --precision bf16|fp16 (inputs stored in that format, computed in fp32):
+// sets precision from it and dtype to fp32. --dtype and --precision that disagree (--dtype fp32
+// --precision bf16, --dtype bf16 --precision fp16) are refused, one line, exit 2. Run first.
+void settle_dtype(AttentionOptions& o);
 
 // Reads --q/--k/--v (and --do) when given, sets n, m, d from them, and checks every output path
 // against the inputs and each other before anything runs (one-line error on any problem). A mistake

@@ -212,8 +212,10 @@ void setup_backward(CLI::App& app) {
 }
 
 void run_backward(AttentionOptions& o) {
-  require_device(o);
+  settle_dtype(o);
+  require_device(o, Subcommand::backward);
   LoadedArrays files = prepare_inputs(o);
+  if (o.inputs_read) require_device(o, Subcommand::backward);  // again, with the d of the files
   dispatch_dtype(o, [&]<class T>() { run_backward_as<T>(o, files); });
 }
 

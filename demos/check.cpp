@@ -30,6 +30,8 @@ struct CheckOptions {
   bool causal_implied = false;  // by --causal-align
   std::optional<double> scale;
   Judge judge = Judge::auto_;
+  Judge dtype = Judge::auto_;  // --dtype: the same as --precision (they must agree when both)
+  bool judge_given = false;
 };
 
 const char* kNames[] = {"O", "L", "dQ", "dK", "dV"};
@@ -84,6 +86,11 @@ Mat<double> load_input(const std::string& path, const char* what) {
   if (a.shape[0] < 1 || a.shape[1] < 1)
     throw NpyError(ui::tr(Msg::err_empty_array, path, what, a.shape[0], a.shape[1]));
   return to_matrix<double>(a);
+}
+
+const char* judge_name(Judge j) {
+  const char* names[] = {"auto", "fp64", "fp32", "bf16", "fp16"};
+  return names[int(j)];
 }
 
 Precision judged_in(Judge j, NpyType type) {
@@ -240,19 +247,28 @@ void setup_check(CLI::App& app) {
   sub->add_flag("--causal", o->causal, ui::tr(Msg::check_opt_causal));
   add_align(sub, o->align, o->causal, o->causal_implied);
   add_finite(sub, "--scale", o->scale, ui::tr(Msg::check_opt_scale));
-  add_choice<Judge>(sub, "--precision", o->judge,
-                    {{"auto", Judge::auto_},
-                     {"fp64", Judge::fp64},
-                     {"fp32", Judge::fp32},
-                     {"bf16", Judge::bf16},
-                     {"fp16", Judge::fp16}},
-                    ui::tr(Msg::check_opt_precision))
+  const std::vector<std::pair<std::string, Judge>> formats{
+      {"fp64", Judge::fp64}, {"fp32", Judge::fp32}, {"bf16", Judge::bf16}, {"fp16", Judge::fp16}};
+  std::vector<std::pair<std::string, Judge>> judges{{"auto", Judge::auto_}};
+  judges.insert(judges.end(), formats.begin(), formats.end());
+  add_choice<Judge>(sub, "--precision", o->judge, judges, ui::tr(Msg::check_opt_precision))
+      ->default_str("auto")
+      ->each([o](const std::string&) { o->judge_given = true; });
+  std::vector<std::pair<std::string, Judge>> dtypes = formats;
+  dtypes.insert(dtypes.end(), {{"f64", Judge::fp64}, {"f32", Judge::fp32}});
+  add_choice<Judge>(sub, "--dtype", o->dtype, dtypes, ui::tr(Msg::check_opt_dtype))
       ->default_str("auto");
   sub->footer(ui::tr(Msg::check_examples));
   sub->callback([o] {
     bool any = false;
     for (const std::string& f : o->files) any = any || !f.empty();
     if (!any) throw Error(kUsage, ui::tr(Msg::check_need_array));
+    if (o->dtype != Judge::auto_) {  // --dtype X is --precision X
+      if (o->judge_given && o->judge != o->dtype)
+        throw Error(kUsage, ui::tr(Msg::err_dtype_precision, judge_name(o->dtype),
+                                   judge_name(o->judge), judge_name(o->dtype)));
+      o->judge = o->dtype;
+    }
     const int code = run_check(*o);
     if (code != kOk) throw Error(code, ui::tr(Msg::check_failed));
   });

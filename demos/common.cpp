@@ -60,7 +60,21 @@ double available_memory_bytes() {
 }  // namespace
 
 const char* dtype_name(DType t) {
-  return t == DType::fp32 ? "fp32" : "fp64";
+  return precision_name(dtype_precision(t));
+}
+
+Precision dtype_precision(DType t) {
+  switch (t) {
+    case DType::fp32:
+      return Precision::fp32;
+    case DType::fp64:
+      return Precision::fp64;
+    case DType::bf16:
+      return Precision::bf16;
+    case DType::fp16:
+      return Precision::fp16;
+  }
+  return Precision::fp64;
 }
 
 CLI::Option* add_count(CLI::App* app, const std::string& name, index_t& value,
@@ -110,13 +124,12 @@ CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<do
   return app->add_option(name, value, help)->check(CLI::Validator(check, "NUMBER", ""));
 }
 
-CLI::Option* add_dtype(CLI::App* app, DType& value) {
-  return add_choice<DType>(app, "--dtype", value,
-                           {{"fp64", DType::fp64},
-                            {"fp32", DType::fp32},
-                            {"f64", DType::fp64},
-                            {"f32", DType::fp32}},
-                           ui::tr(ui::Msg::opt_dtype))
+CLI::Option* add_dtype(CLI::App* app, DType& value, bool low) {
+  std::vector<std::pair<std::string, DType>> names{
+      {"fp64", DType::fp64}, {"fp32", DType::fp32}, {"f64", DType::fp64}, {"f32", DType::fp32}};
+  if (low) names.insert(names.end(), {{"bf16", DType::bf16}, {"fp16", DType::fp16}});
+  return add_choice<DType>(app, "--dtype", value, names,
+                           ui::tr(low ? ui::Msg::opt_dtype_low : ui::Msg::opt_dtype))
       ->default_str("fp64");
 }
 

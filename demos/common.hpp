@@ -34,7 +34,9 @@ struct Error : std::runtime_error {
 // Ctrl-C at the walkthrough's pause: not an error, no message; the run ends with kInterrupted.
 struct Interrupted {};
 
-enum class DType { fp32, fp64 };
+// bf16 and fp16: the inputs stored in that format, sums in fp32 (emulated in fp32 on the CPU,
+// tensor cores on the GPU); computed in float, judged in that precision.
+enum class DType { fp32, fp64, bf16, fp16 };
 
 // Which parts of a subcommand's output to print: all of them from the command line; the
 // walkthrough picks a few per screen.
@@ -46,6 +48,11 @@ struct Parts {
   bool extra = true;    // softmax: merge; backward: finite differences; memory: ledger
 };
 const char* dtype_name(DType t);
+Precision dtype_precision(DType t);
+// DType::bf16 and fp16: stored in that format, computed in fp32.
+inline bool low_precision(DType t) {
+  return t == DType::bf16 || t == DType::fp16;
+}
 
 // Options whose values are checked at parse time, with the problem named in the message.
 // Integers are parsed signed, so "-5" is refused rather than wrapped to a huge unsigned value.
@@ -57,7 +64,8 @@ CLI::Option* add_row(CLI::App* app, const std::string& name, index_t& value,
 CLI::Option* add_seed(CLI::App* app, std::uint32_t& seed);
 CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<double>& value,
                         const std::string& help);
-CLI::Option* add_dtype(CLI::App* app, DType& value);
+// --dtype fp64|fp32 (f64, f32 accepted); with `low`, bf16 and fp16 too.
+CLI::Option* add_dtype(CLI::App* app, DType& value, bool low = false);
 
 // An option taking one name from a fixed list; anything else is refused listing the names.
 template <class E>

@@ -41,7 +41,7 @@ BackwardResult<T> fast_backward(const AttentionOptions& o, const Inputs<T>& in,
 
 }  // namespace
 
-void require_device(const AttentionOptions& o) {
+void require_device(const AttentionOptions& o, Subcommand which) {
   if (o.impl == Impl::fast) {
     if (o.device == Device::cuda) throw Error(kUsage, ui::tr(ui::Msg::err_fast_cuda));
     if (o.trace >= ui::TraceLevel::tiles)
@@ -52,11 +52,45 @@ void require_device(const AttentionOptions& o) {
       throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--break"));
     if (o.show_p >= 0) throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--show-p"));
   }
+  if (!runs_on(o.impl, o.device))
+    throw Error(kUsage, ui::tr(ui::Msg::err_rung_cpu, impl_name(o.impl)));
   if (o.device != Device::cuda) return;
   if (o.mistake != Mistake::none) throw Error(kUsage, ui::tr(ui::Msg::err_break_cuda));
+  // d comes from --q when given, known only once prepare_inputs has read it (the callers then ask
+  // again); until then only the precision is checked (64: a d every rung takes), and not the GPU.
+  const bool d_known = o.files.q.empty() || o.inputs_read;
+  if (o.impl != Impl::teaching) {
+    const std::string why = refusal(o.impl, d_known ? o.d : 64, o.working());
+    if (!why.empty()) throw Error(kUsage, why);
+    if (which == Subcommand::backward)
+      throw Error(kUsage, ui::tr(ui::Msg::err_rung_backward, impl_name(o.impl)));
+    if (o.impl == Impl::simt && o.trace >= ui::TraceLevel::tiles)
+      throw Error(kUsage, ui::tr(ui::Msg::err_simt_trace,
+                                 o.trace == ui::TraceLevel::tiles ? "tiles" : "rows"));
+    const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d);
+    if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
+      throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
+  }
+  if (d_known || o.impl == Impl::teaching) require_gpu();
+}
+
+void require_gpu() {
   const cuda::GpuInfo g = cuda::gpu_info();
   if (!g.built) throw Error(kNoDevice, ui::tr(ui::Msg::err_no_cuda_build));
   if (!g.present) throw Error(kNoDevice, ui::tr(ui::Msg::err_no_gpu, why_no_gpu(g)));
+}
+
+// cuda::refuses says why in English; in Chinese the same reasons, told apart as rungs.cpp does
+// (an unknown reason stays in English).
+std::string refusal(Impl impl, index_t d, Precision p) {
+  const std::string why = cuda::refuses(impl, d, p);
+  if (why.empty() || ui::lang() == ui::Lang::en) return why;
+  if (impl == Impl::simt && p != Precision::fp32) return ui::tr(ui::Msg::refuse_simt_fp32);
+  if (tensor_cores(impl) && p != Precision::bf16 && p != Precision::fp16)
+    return ui::tr(ui::Msg::refuse_tc_dtype, impl_name(impl));
+  if (impl != Impl::teaching && impl != Impl::fast && d != 64 && d != 128)
+    return ui::tr(ui::Msg::refuse_d, impl_name(impl), d);
+  return why;
 }
 
 std::string why_no_gpu(const cuda::GpuInfo& g) {
@@ -83,7 +117,8 @@ ForwardResult<T> forward_on_device(const AttentionOptions& o, const Inputs<T>& i
     return flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), sink, o.variant());
   ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
   cuda::KernelTrace trace;
-  const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.tiles().Br <= kMaxTracedSlots;
+  const bool traced = sink && o.impl != Impl::simt &&  // simt records no trace
+                      o.tiling().Tr() * o.tiling().Tc() * o.tiles().Br <= kMaxTracedSlots;
   // (the kernel's trace: head 0 only, replayed into the same sinks as the CPU path's)
   try {
     cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.impl, in.Q.data(), in.K.data(),
@@ -117,11 +152,38 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
   return g;
 }
 
-#define FD_INSTANTIATE(T)                                                                  \
-  template ForwardResult<T> forward_on_device(const AttentionOptions&, const Inputs<T>&,   \
-                                              TraceSink*);                                 \
-  template BackwardResult<T> backward_on_device(const AttentionOptions&, const Inputs<T>&, \
-                                                const ForwardResult<T>&, const Mat<T>&,    \
+template <class T>
+bench::Runner<T> gpu_runner(const bench::Case& c, Impl impl, bool deterministic,
+                            const bench::Arrays<T>& a) {
+  const cuda::Shape shape{c.b, c.h, c.n, c.m, c.d};
+  const TileSizes tiles =
+      impl == Impl::teaching ? cuda::default_tiles(c.d, sizeof(T)) : cuda::kernel_tiles(impl, c.d);
+  bench::Runner<T> r;
+  r.forward = [=, &a](bench::Outputs<T>& out) {
+    cuda::forward<T>(shape, c.params(), tiles, c.variant(), impl, a.Q.data(), a.K.data(),
+                     a.V.data(), out.O.data(), out.L.data(), out.L_lo.data());
+  };
+  r.backward = [=, &a](bench::Outputs<T>& out) {
+    cuda::backward<T>(shape, c.params(), tiles, c.variant(), deterministic, a.Q.data(), a.K.data(),
+                      a.V.data(), out.O.data(), out.L.data(), out.L_lo.data(), a.dO.data(),
+                      out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
+  };
+  r.device_times = [=, &a](index_t warmup, index_t reps) {
+    const cuda::Pass pass = c.pass == bench::Pass::fwd ? cuda::Pass::fwd : cuda::Pass::bwd;
+    return cuda::time_kernels<T>(shape, c.params(), tiles, c.variant(), impl, pass, deterministic,
+                                 a.Q.data(), a.K.data(), a.V.data(), a.dO.data(), int(warmup),
+                                 int(reps))
+        .ms;
+  };
+  return r;
+}
+
+#define FD_INSTANTIATE(T)                                                                        \
+  template bench::Runner<T> gpu_runner(const bench::Case&, Impl, bool, const bench::Arrays<T>&); \
+  template ForwardResult<T> forward_on_device(const AttentionOptions&, const Inputs<T>&,         \
+                                              TraceSink*);                                       \
+  template BackwardResult<T> backward_on_device(const AttentionOptions&, const Inputs<T>&,       \
+                                                const ForwardResult<T>&, const Mat<T>&,          \
                                                 TraceSink*);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

@@ -8,6 +8,7 @@
 
 #include "attention_cli.hpp"
 #include "cuda/cuda_api.hpp"
+#include "flashdemo/benchmark.hpp"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/flash_forward.hpp"
 
@@ -22,8 +23,22 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
                                      TraceSink* sink);
 
 // An implementation where it cannot run (fast on cuda or with a trace, a --break, emulated
-// precision; cuda without CUDA in the build or without a GPU): one clear error.
-void require_device(const AttentionOptions& o);
+// precision; a GPU rung on the CPU, or refusing the case (cuda::refuses), or traced (simt), or
+// with tiles other than its own, or in the backward (teaching only there); cuda without CUDA in
+// the build or without a GPU): one clear error, usage (exit 2) before the missing GPU (exit 5).
+void require_device(const AttentionOptions& o, Subcommand which = Subcommand::forward);
+
+// Why a GPU rung does not run a case (cuda::refuses), in the current language; empty when it does.
+std::string refusal(Impl impl, index_t d, Precision p);
+
+// Refuses (exit 5) when this build has no CUDA or no GPU answers.
+void require_gpu();
+
+// How `bench` and `ladder` run a GPU rung on a case: cuda::forward, cuda::backward (teaching),
+// cuda::time_kernels, with the rung's tiles (teaching: default_tiles; simt, tc, mma: their own).
+template <class T>
+bench::Runner<T> gpu_runner(const bench::Case& c, Impl impl, bool deterministic,
+                            const bench::Arrays<T>& a);
 
 // Why no GPU answered, in the current language ("no NVIDIA driver on this machine", ...).
 std::string why_no_gpu(const cuda::GpuInfo& g);

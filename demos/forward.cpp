@@ -148,8 +148,10 @@ void setup_forward(CLI::App& app) {
 }
 
 void run_forward(AttentionOptions& o) {
+  settle_dtype(o);
   require_device(o);
   LoadedArrays files = prepare_inputs(o);
+  if (o.inputs_read) require_device(o, Subcommand::forward);  // again, with the d of the files
   if (o.show_p >= o.n) throw Error(kUsage, ui::tr(Msg::err_show_p, o.show_p, o.n));
   dispatch_dtype(o, [&]<class T>() { run_forward_as<T>(o, files); });
 }

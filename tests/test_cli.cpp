@@ -499,6 +499,55 @@ TEST_CASE("--precision bf16 and fp16 pass the 2x rule beside naive attention") {
   }
 }
 
+// --dtype bf16|fp16 is the newer spelling of --precision bf16|fp16: the same run, number for
+// number, JSON included; the two may be given together only when they agree.
+TEST_CASE("--dtype bf16 and fp16 run exactly what --precision bf16 and fp16 run") {
+  write_inputs(12, 12, 4);
+  REQUIRE(run("forward " + kQKV + " --save-o dt_o.npy --trace none").code == 0);
+  for (const char* p : {"bf16", "fp16"}) {
+    for (const std::string cmd : {"forward --causal --trace none", "backward --causal --trace none",
+                                  "forward --causal --json", "backward --n 20 --d 4 --json"}) {
+      const Run a = run(cmd + " --dtype " + p), b = run(cmd + " --precision " + p),
+                both = run(cmd + " --dtype " + p + " --precision " + p);
+      INFO(cmd << " " << p << "\n" << a.err);
+      REQUIRE(a.code == 0);
+      CHECK(a.out == b.out);
+      CHECK(both.out == b.out);
+      CHECK(has(a.out, std::string(p)));
+    }
+    const std::string check = "check " + kQKV + " --o dt_o.npy";
+    const Run a = run(check + " --dtype " + p), b = run(check + " --precision " + p);
+    CHECK(a.code == b.code);
+    CHECK(a.out == b.out);
+    CHECK(has(a.out, std::string(" ") + p + " "));
+  }
+  CHECK(run("forward --dtype fp16 --causal --json").out ==
+        run("forward --precision fp16 --causal --json").out);
+  const Run j = run("forward --dtype bf16 --json");
+  CHECK(has(j.out, "\"dtype\":\"bf16\""));
+  struct Bad {
+    std::string args, names;
+  };
+  const Bad bad[] = {
+      {"forward --dtype fp32 --precision bf16",
+       "--dtype fp32 and --precision bf16 disagree: --dtype bf16 alone says it"},
+      {"forward --precision bf16 --dtype fp64", "--dtype fp64 and --precision bf16 disagree"},
+      {"backward --dtype bf16 --precision fp16", "--dtype bf16 and --precision fp16 disagree"},
+      {"check " + kQKV + " --o dt_o.npy --dtype bf16 --precision fp32",
+       "--dtype bf16 and --precision fp32 disagree"},
+      {"forward --dtype bf8", "--dtype"},
+      {"softmax --dtype bf16", "--dtype"},  // softmax's --dtype stays fp32 or fp64
+  };
+  for (const Bad& b : bad) {
+    const Run r = run(b.args);
+    INFO(b.args << " | " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+}
+
 TEST_CASE("--show-p recovers a row of P from L; softmax reads a .npy vector") {
   const Run r = run("forward --show-p 99 --causal --trace none");
   REQUIRE(r.code == 0);
@@ -721,6 +770,186 @@ TEST_CASE("bench --json: verified only with what was verified") {
   CHECK(k["max_error"].get<double>() <= k["error_bound"].get<double>());
 }
 
+// --dtype bf16|fp16 on bench: the CPU teaching path emulated, verified in that precision, and the
+// JSON says which; the paths that have no low precision refuse it.
+TEST_CASE("bench --dtype bf16 and fp16: the teaching path emulated, judged in that precision") {
+  for (const char* p : {"bf16", "fp16"}) {
+    for (const std::string args : {"--n 64 --d 16", "--n 70 --m 50 --d 8 --causal --pass bwd",
+                                   "--impl reference --n 40 --d 8 --b 2"}) {
+      const Run r = run("bench " + args + " --reps 1 --json --dtype " + p);
+      INFO(args << " " << p << " | " << r.err);
+      REQUIRE(r.code == 0);
+      const auto j = nlohmann::json::parse(r.out);
+      CHECK(j["dtype"] == p);
+      CHECK(j["device"] == "cpu");
+      CHECK(j["verified"] == true);
+      CHECK(j["max_error"].get<double>() <= j["error_bound"].get<double>());
+      CHECK(j["error_bound"].get<double>() > 1e-4);  // a bf16/fp16 bound, not an fp32 one
+    }
+    const Run text = run(std::string("bench --n 64 --d 16 --reps 1 --dtype ") + p);
+    CHECK(text.code == 0);
+    CHECK(has(text.out, std::string(" ") + p + " "));
+  }
+  struct Bad {
+    std::string args, names;
+  };
+  const Bad bad[] = {
+      {"bench --impl fast --dtype bf16", "--impl fast takes --dtype fp32 or fp64"},
+      {"bench --impl gemm --dtype fp16", "--impl gemm takes --dtype fp32 or fp64"},
+      {"bench --impl reference --dtype bf16 --pass bwd", "--impl reference takes --dtype fp32"},
+      {"bench --dtype bf15", "--dtype"},
+  };
+  for (const Bad& b : bad) {
+    const Run r = run(b.args);
+    INFO(b.args << " | " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+}
+
+// Whether this machine runs CUDA kernels: a CUDA build and a GPU that answers.
+bool gpu_here() {
+  const Run r = run("info --json");
+  return r.code == 0 && nlohmann::json::parse(r.out)["gpu"] != "";
+}
+
+// The GPU rungs simt, tc, mma: every case they cannot run is refused before any work, one line,
+// exit 2, whatever the machine; a case they can run needs a GPU (exit 5 without one), never a
+// crash.
+TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, exit 5") {
+  struct Bad {
+    std::string args, names;
+    int code;
+  };
+  const std::string f = "forward --device cuda ", b = "bench --device cuda ";
+  const Bad refused[] = {
+      {"forward --impl simt", "--impl simt is a GPU kernel: it runs on --device cuda", 2},
+      {"forward --impl mma --dtype bf16 --d 64", "--impl mma is a GPU kernel", 2},
+      {"backward --impl tc", "--impl tc is a GPU kernel", 2},
+      {f + "--impl simt --d 64", "--impl simt computes in fp32: use --dtype fp32", 2},
+      {f + "--impl simt --d 64 --dtype bf16", "--impl simt computes in fp32", 2},
+      {f + "--impl tc --d 64 --dtype fp32", "--impl tc runs on tensor cores: use --dtype bf16", 2},
+      {f + "--impl mma --d 64", "--impl mma runs on tensor cores", 2},
+      {f + "--impl mma --dtype bf16", "--impl mma is compiled for d = 64 and 128, not d = 32", 2},
+      {f + "--impl simt --dtype fp32 --d 96", "not d = 96", 2},
+      {"backward --device cuda --impl mma --dtype bf16 --d 64",
+       "--impl mma computes the forward only: the GPU backward is --impl teaching for now", 2},
+      {f + "--impl simt --dtype fp32 --d 64 --trace tiles", "--impl simt is not traced", 2},
+      {f + "--impl simt --dtype fp32 --d 64 --trace rows", "--trace rows", 2},
+      {f + "--impl mma --dtype bf16 --d 64 --block-q 32", "--impl mma computes fixed ", 2},
+      {f + "--impl tc --dtype bf16 --d 64 --block-q 32", "--impl tc computes fixed 64 x 64", 2},
+      {f + "--impl tc --dtype fp16 --d 128 --block-k 128", "--impl tc computes fixed 64 x 64", 2},
+      {f + "--impl tc --dtype bf16 --d 64 --break no-max", "--break runs on the CPU", 2},
+      {"forward --impl warp", "--impl", 2},
+      {"bench --impl mma", "--impl mma does not run on --device cpu", 2},
+      {b + "--impl tiled",
+       "--impl tiled does not run on --device cuda (choose teaching, simt, tc, mma)", 2},
+      {b + "--impl tc", "--impl tc runs on tensor cores", 2},
+      {b + "--impl mma --dtype bf16 --d 32", "not d = 32", 2},
+      {b + "--impl simt --dtype fp64", "--impl simt computes in fp32", 2},
+      {b + "--impl simt --pass bwd", "the GPU backward is --impl teaching for now", 2},
+  };
+  for (const Bad& x : refused) {
+    const Run r = run(x.args);
+    INFO(x.args << " | " << r.err);
+    CHECK(r.code == x.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, x.names));
+  }
+  // The same reasons in Chinese.
+  const Run zh = run(f + "--impl mma --d 64 --lang zh");
+  CHECK(zh.code == 2);
+  CHECK(has(zh.err, "张量核心"));
+  CHECK(has(run(f + "--impl simt --d 64 --lang zh").err, "以 fp32 计算"));
+  CHECK(has(run(f + "--impl tc --dtype bf16 --lang zh").err, "不支持 d = 32"));
+  // With --q, --k, --v the files' d decides.
+  write_inputs(8, 8, 3);
+  const Run d3 = run(f + "--impl mma --dtype bf16 " + kQKV);
+  CHECK(d3.code == 2);
+  CHECK(has(d3.err, "not d = 3"));
+  CHECK(lines(d3.err).size() == 1);
+  CHECK(run(f + "--impl mma " + kQKV).code == 2);  // fp64: refused before the files are read
+  if (gpu_here()) return;                          // below: what a machine without a GPU says
+  write_inputs(8, 8, 64);
+  const Run d64 = run(f + "--impl tc --dtype fp16 " + kQKV);
+  CHECK(d64.code == 5);
+  CHECK(lines(d64.err).size() == 1);
+  const std::string runnable[] = {
+      f + "--impl simt --dtype fp32 --d 64",
+      f + "--impl tc --dtype bf16 --d 64",
+      f + "--impl mma --dtype fp16 --d 128 --causal --trace tiles",
+      f + "--impl tc --precision bf16 --d 64 --block-q 64 --block-k 64",
+      f + "--impl teaching --dtype bf16",
+      b + "--impl simt --d 128",
+      b + "--impl tc --dtype bf16 --json",
+      b + "--impl mma --dtype fp16 --d 128 --causal",
+      b + "--impl teaching --dtype bf16 --pass bwd",
+  };
+  for (const std::string& args : runnable) {
+    const Run r = run(args);
+    INFO(args << " | " << r.err);
+    CHECK(r.code == 5);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "--device cuda"));
+  }
+}
+
+// flashdemo ladder: every GPU rung on one case. Its options are checked as bench's are; on the CPU
+// it refuses; without a GPU it says so in one line (exit 5), in JSON mode too, never a crash.
+TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU one line, exit 5") {
+  const Run help = run("ladder --help");
+  REQUIRE(help.code == 0);
+  for (const char* option : {"--b", "--h", "--n", "--m", "--d", "--causal", "--reps", "--warmup",
+                             "--seed", "--dtype TEXT:{bf16, fp16}=bf16", "--device"})
+    CHECK(has(help.out, option));
+  CHECK(has(help.out, "--n INT:INT>=1=4096"));
+  CHECK(has(help.out, "--d INT:INT>=1=128"));
+  CHECK(has(run("--help").out, "ladder"));
+  CHECK(has(run("manpage").out, ".SS ladder"));
+  CHECK(has(run("completion bash").out, "ladder"));
+  struct Bad {
+    std::string args, names;
+  };
+  const Bad bad[] = {
+      {"ladder --device cpu", "flashdemo ladder runs GPU kernels: --device cuda only"},
+      {"ladder --dtype fp32", "--dtype"},
+      {"ladder --dtype fp64", "--dtype"},
+      {"ladder --n -3", "--n"},
+      {"ladder --n 0", "--n"},
+      {"ladder --d 1.5", "--d"},
+      {"ladder --d 257", "--d"},
+      {"ladder --reps 0", "--reps"},
+      {"ladder --warmup=-1", "--warmup"},
+      {"ladder --seed -1", "--seed"},
+      {"ladder --b 99999999999999999999", "--b"},
+      {"ladder --impl mma", "--impl"},
+      {"ladder --pass bwd", "--pass"},
+  };
+  for (const Bad& b : bad) {
+    const Run r = run(b.args);
+    INFO(b.args << " | " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+  CHECK(has(run("ladder --device cpu --lang zh").err, "只能用 --device cuda"));
+  if (gpu_here()) return;
+  for (const char* args : {"ladder", "ladder --json", "ladder --dtype fp16 --d 64 --causal",
+                           "ladder --n 1024 --reps 50 --json --lang zh", "ladder --quiet"}) {
+    const Run r = run(args);
+    INFO(args << " | " << r.err);
+    CHECK(r.code == 5);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "--device cuda"));
+  }
+}
+
 // The share of the GEMM ceiling a bench table reports, or -1 when it says the GEMM was slower than
 // the run (then no ceiling: no share above 100 % is ever printed).
 double share_of_ceiling(const std::string& out) {
@@ -914,6 +1143,8 @@ TEST_CASE("every line of every subcommand fits 100 display columns, in English a
                                              "memory --quiet",
                                              "check " + kQKV + " --o w_o.npy",
                                              "bench --n 64 --reps 1",
+                                             "bench --n 64 --reps 1 --dtype bf16",
+                                             "forward --dtype fp16 --causal",
                                              "info",
                                              "forward --break no-max",
                                              "forward --break finite-mask",
@@ -1010,7 +1241,9 @@ TEST_CASE("bash completion offers each option's values: choices, its kind of fil
       {"flashdemo forward --lang = ", "en zh"},  // --lang=: bash splits at the =
       {"flashdemo --lang zh ",
        "--color --help --json --lang --quiet --version backward bench check completion forward "
-       "info manpage memory softmax walkthrough"},
+       "info ladder manpage memory softmax walkthrough"},
+      {"flashdemo ladder --dtype ", "bf16 fp16"},
+      {"flashdemo ladder --device ", "cpu cuda"},
       {"flashdemo forward --q ", "q.npy sub"},
       {"flashdemo forward --save-lse ", "q.npy sub"},
       {"flashdemo backward --do ", "q.npy sub"},
@@ -1023,11 +1256,13 @@ TEST_CASE("bash completion offers each option's values: choices, its kind of fil
       {"flashdemo forward --trace ", "none rows summary tiles"},
       {"flashdemo forward --precision ", "bf16 fp16"},
       {"flashdemo check --precision ", "auto bf16 fp16 fp32 fp64"},
-      {"flashdemo backward --dtype ", "f32 f64 fp32 fp64"},
+      {"flashdemo backward --dtype ", "bf16 f32 f64 fp16 fp32 fp64"},
+      {"flashdemo softmax --dtype ", "f32 f64 fp32 fp64"},
       {"flashdemo memory --dtype ", "bf16 f32 fp16 fp32"},
       {"flashdemo forward --causal-align ", "bottom-right top-left"},
       {"flashdemo walkthrough --section ", "backward forward memory softmax"},
-      {"flashdemo bench --impl ", "fast gemm reference teaching tiled"},
+      {"flashdemo bench --impl ", "fast gemm mma reference simt tc teaching tiled"},
+      {"flashdemo forward --impl ", "fast mma simt tc teaching"},
       {"flashdemo forward --break ",
        "finite-mask l-starts-at-1 list no-max no-rescale wrong-align"},
       {"flashdemo backward --break n", "no-d no-max no-rescale"},
@@ -1126,7 +1361,7 @@ std::vector<std::string> example_lines(const std::string& help) {
 TEST_CASE("every subcommand's --help shows its own examples, in English and Chinese") {
   const std::vector<std::string> app_examples = example_lines(run("--help").out);
   REQUIRE_FALSE(app_examples.empty());
-  for (const char* sub : {"softmax", "forward", "backward", "memory", "check", "bench",
+  for (const char* sub : {"softmax", "forward", "backward", "memory", "check", "bench", "ladder",
                           "walkthrough", "info", "manpage", "completion"}) {
     for (const char* lang : {"en", "zh"}) {
       const Run help = run(std::string(sub) + " --help --lang " + lang);

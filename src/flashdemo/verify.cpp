@@ -32,18 +32,20 @@ A dot_row(const T* Q, const T* K, index_t q, index_t k, index_t d) {
 
 // Row q of P in precision A, from scratch: S row, max, exp, sum. Sets L and the row max m.
 template <class A, class T>
-std::vector<A> p_row(const HeadArrays<T>& h, const AttnParams& params, index_t q, A* L, A* m) {
+std::vector<A> p_row(const HeadArrays<T>& h, const AttnParams& params, index_t q, A* L, A* m,
+                     Precision stored) {
   const Mask mask = params.mask_for(h.n, h.m);
   const A scale = A(params.scale_for(h.d));
   std::vector<A> s(h.m);
   A mx = neg_inf<A>();
   for (index_t k = 0; k < h.m; ++k) {
-    s[k] = mask.masked(q, k) ? neg_inf<A>() : fmul(scale, dot_row<A>(h.Q, h.K, q, k, h.d));
+    s[k] = mask.masked(q, k) ? neg_inf<A>()
+                             : round_to(stored, fmul(scale, dot_row<A>(h.Q, h.K, q, k, h.d)));
     mx = fmax2(mx, s[k]);
   }
   A sum = 0;
   for (A& v : s) sum += (v = shifted_exp(v, mx));
-  for (A& v : s) v = sum > 0 ? v / sum : A(0);
+  for (A& v : s) v = round_to(stored, sum > 0 ? v / sum : A(0));
   *L = sum > 0 ? mx + std::log(sum) : neg_inf<A>();
   *m = mx;
   return s;
@@ -53,9 +55,10 @@ std::vector<A> p_row(const HeadArrays<T>& h, const AttnParams& params, index_t q
 // the magnitudes of their terms (reference.hpp: Magnitudes): values [O (d), L, dQ (d)], then the
 // same for the magnitudes.
 template <class A, class T>
-std::vector<A> query_row(const HeadArrays<T>& h, const AttnParams& params, index_t q) {
+std::vector<A> query_row(const HeadArrays<T>& h, const AttnParams& params, index_t q,
+                         Precision stored) {
   A L, m;
-  const std::vector<A> p = p_row<A>(h, params, q, &L, &m);
+  const std::vector<A> p = p_row<A>(h, params, q, &L, &m, stored);
   const std::size_t w = std::size_t(2 * h.d + 1);
   std::vector<A> out(2 * w, A(0));  // values, magnitudes
   for (index_t k = 0; k < h.m; ++k) {
@@ -64,6 +67,7 @@ std::vector<A> query_row(const HeadArrays<T>& h, const AttnParams& params, index
       out[w + x] += p[k] * std::abs(A(h.V[k * h.d + x]));  // R(O) = P |V|
     }
   }
+  for (index_t x = 0; x < h.d; ++x) out[x] = round_to(stored, out[x]);
   out[h.d] = L;
   out[w + h.d] = is_neg_inf(L) ? A(0) : fmax2(std::abs(L), std::abs(m));  // R(L)
   if (!h.dO) return out;
@@ -74,16 +78,18 @@ std::vector<A> query_row(const HeadArrays<T>& h, const AttnParams& params, index
       dp[k] += A(h.dO[q * h.d + x]) * A(h.V[k * h.d + x]);
       adp[k] += std::abs(A(h.dO[q * h.d + x]) * A(h.V[k * h.d + x]));
     }
+    dp[k] = round_to(stored, dp[k]);
     D += p[k] * dp[k], Dabs += p[k] * adp[k];
   }
   const A scale = A(params.scale_for(h.d));
   for (index_t k = 0; k < h.m; ++k) {
-    const A ds = p[k] * (dp[k] - D), ads = p[k] * (adp[k] + Dabs);
+    const A ds = round_to(stored, p[k] * (dp[k] - D)), ads = p[k] * (adp[k] + Dabs);
     for (index_t x = 0; x < h.d; ++x) {
       out[h.d + 1 + x] += scale * ds * A(h.K[k * h.d + x]);
       out[w + h.d + 1 + x] += scale * ads * std::abs(A(h.K[k * h.d + x]));  // R(dQ)
     }
   }
+  for (index_t x = 0; x < h.d; ++x) out[h.d + 1 + x] = round_to(stored, out[h.d + 1 + x]);
   return out;
 }
 
@@ -91,7 +97,8 @@ std::vector<A> query_row(const HeadArrays<T>& h, const AttnParams& params, index
 // their magnitudes, R(D) bounded below by |dO_q| . |O_q| (the full rowsum(P |dO| |V|^T) would
 // need every key of every row). Values [dK (d), dV (d)], then the magnitudes.
 template <class A, class T>
-std::vector<A> key_row(const HeadArrays<T>& h, const AttnParams& params, index_t k) {
+std::vector<A> key_row(const HeadArrays<T>& h, const AttnParams& params, index_t k,
+                       Precision stored) {
   const Mask mask = params.mask_for(h.n, h.m);
   const A scale = A(params.scale_for(h.d));
   const std::size_t w = std::size_t(2 * h.d);
@@ -104,9 +111,10 @@ std::vector<A> key_row(const HeadArrays<T>& h, const AttnParams& params, index_t
       dp += o * A(h.V[k * h.d + x]), adp += std::abs(o * A(h.V[k * h.d + x]));
       D += o * A(h.O[q * h.d + x]), aD += std::abs(o * A(h.O[q * h.d + x]));
     }
-    const A p = shifted_exp(fmul(scale, dot_row<A>(h.Q, h.K, q, k, h.d)),
-                            A(h.L[q]) + (h.L_lo ? A(h.L_lo[q]) : A(0)));
-    const A ds = p * (dp - D), ads = p * (adp + aD);
+    const A s = round_to(stored, fmul(scale, dot_row<A>(h.Q, h.K, q, k, h.d)));
+    const A p = round_to(stored, shifted_exp(s, A(h.L[q]) + (h.L_lo ? A(h.L_lo[q]) : A(0))));
+    dp = round_to(stored, dp);
+    const A ds = round_to(stored, p * (dp - D)), ads = p * (adp + aD);
     for (index_t x = 0; x < h.d; ++x) {
       out[x] += scale * ds * A(h.Q[q * h.d + x]);
       out[h.d + x] += p * A(h.dO[q * h.d + x]);
@@ -114,6 +122,7 @@ std::vector<A> key_row(const HeadArrays<T>& h, const AttnParams& params, index_t
       out[w + h.d + x] += p * std::abs(A(h.dO[q * h.d + x]));     // R(dV)
     }
   }
+  for (std::size_t x = 0; x < w; ++x) out[x] = round_to(stored, out[x]);
   return out;
 }
 
@@ -154,28 +163,31 @@ struct Tally {
 }  // namespace
 
 template <class T>
-Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t samples) {
+Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t samples,
+                       Precision stored) {
   using W = wider_t<T>;  // the reference; the naive rows are computed in T itself
+  const bool low = stored == Precision::bf16 || stored == Precision::fp16;
+  const Precision exact = Precision::fp64;  // round_to leaves values alone: the reference
   Tally t;
-  t.p = precision_of<T>();
+  t.p = low ? stored : precision_of<T>();
   const std::vector<index_t> rows = sample(h.n, samples);
   for (index_t q : rows) {
-    const auto ref = query_row<W>(h, params, q);
-    const auto low = query_row<T>(h, params, q);
+    const auto ref = query_row<W>(h, params, q, exact);
+    const auto naive = query_row<T>(h, params, q, stored);
     const index_t w = 2 * h.d + 1;  // the magnitudes follow the values
-    for (index_t x = 0; x < h.d; ++x) t.add("O", h.O[q * h.d + x], ref[x], low[x], ref[w + x]);
-    t.add("L", h.L[q], ref[h.d], low[h.d], ref[w + h.d]);
+    for (index_t x = 0; x < h.d; ++x) t.add("O", h.O[q * h.d + x], ref[x], naive[x], ref[w + x]);
+    t.add("L", h.L[q], ref[h.d], naive[h.d], ref[w + h.d]);
     if (h.dO)
       for (index_t x = 0; x < h.d; ++x)
-        t.add("dQ", h.dQ[q * h.d + x], ref[h.d + 1 + x], low[h.d + 1 + x], ref[w + h.d + 1 + x]);
+        t.add("dQ", h.dQ[q * h.d + x], ref[h.d + 1 + x], naive[h.d + 1 + x], ref[w + h.d + 1 + x]);
   }
   for (index_t k : h.dO ? sample(h.m, samples) : std::vector<index_t>{}) {
-    const auto ref = key_row<W>(h, params, k);
-    const auto low = key_row<T>(h, params, k);
+    const auto ref = key_row<W>(h, params, k, exact);
+    const auto naive = key_row<T>(h, params, k, stored);
     const index_t w = 2 * h.d;
     for (index_t x = 0; x < h.d; ++x) {
-      t.add("dK", h.dK[k * h.d + x], ref[x], low[x], ref[w + x]);
-      t.add("dV", h.dV[k * h.d + x], ref[h.d + x], low[h.d + x], ref[w + h.d + x]);
+      t.add("dK", h.dK[k * h.d + x], ref[x], naive[x], ref[w + x]);
+      t.add("dV", h.dV[k * h.d + x], ref[h.d + x], naive[h.d + x], ref[w + h.d + x]);
     }
   }
   Verdict v = t.verdict();
@@ -183,7 +195,7 @@ Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t
   return v;
 }
 
-template Verdict verify_sampled(const HeadArrays<float>&, const AttnParams&, index_t);
-template Verdict verify_sampled(const HeadArrays<double>&, const AttnParams&, index_t);
+template Verdict verify_sampled(const HeadArrays<float>&, const AttnParams&, index_t, Precision);
+template Verdict verify_sampled(const HeadArrays<double>&, const AttnParams&, index_t, Precision);
 
 }  // namespace fd

@@ -4,6 +4,9 @@
 //   O_q  = sum_k P_qk V_k,  P_qk = exp(S_qk - L_q),  L_q = logsumexp_k S_qk       (query rows)
 //   dQ_q = scale sum_k dS_qk K_k,  dS_qk = P_qk (dO_q . V_k - D_q),  D_q = dO_q . O_q
 //   dK_k = scale sum_q dS_qk Q_q,  dV_k = sum_q P_qk dO_q                          (key rows)
+// With `stored` bf16 or fp16 (inputs already in that format, sums in fp32) the naive rows store
+// S, P, O (and dP, dS, dQ, dK, dV) in that format, as reference.hpp's `stored` does, and the rule
+// is applied in that precision.
 // Key rows need every query's L and D: those are taken from the path's own O and L (L + L_lo when
 // kept), which the query-row check has just validated on its sample.
 #pragma once
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "flashdemo/params.hpp"
+#include "flashdemo/precision.hpp"
 
 namespace fd {
 
@@ -33,6 +37,7 @@ struct Verdict {
 
 // Every `stride`-th row (and the last) of O, L (and, when dO is given, dQ, dK, dV).
 template <class T>
-Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t samples = 16);
+Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t samples = 16,
+                       Precision stored = precision_of<T>());
 
 }  // namespace fd

@@ -1,0 +1,257 @@
+// ladder.cpp — `flashdemo ladder`: every GPU rung of flashdemo/impl.hpp (kGpuRungs: teaching, simt,
+// tc, mma), bottom to top, on one case, in one table. Each rung is run, verified and timed exactly
+// as `bench` does it (flashdemo/benchmark.hpp: the same inputs, FLOPs, sampled verification
+// before timing, device-timed runs); teaching and simt in fp32, tc and mma in --dtype (bf16 or
+// fp16). Above the table, cuBLAS's bf16 GEMM in the same run, the ceiling each rung is a share
+// of. A rung that refuses the case (cuda::refuses) or fails gets a row saying why; the exit code
+// is 1 only when a rung that ran failed its verification.
+// --json: one `gemm_ceiling` object, then per rung a `bench` object (with `rung`, `idea`, and
+// `of_ceiling`, `speedup` when known) or a `rung_skipped` object (docs/trace-format.md, section 9).
+#include "ladder.hpp"
+
+#include <fmt/core.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "cuda/cuda_api.hpp"
+#include "device.hpp"
+#include "flashdemo/benchmark.hpp"
+#include "flashdemo/impl.hpp"
+#include "ui/format.hpp"
+#include "ui/output.hpp"
+
+namespace fd::demos {
+namespace {
+
+using ui::Msg;
+
+constexpr index_t kCeilingSide = 8192;  // the square bf16 GEMM of the ceiling
+
+struct LadderOptions {
+  Device device = Device::cuda;
+  index_t b = 4, h = 16, n = 4096, m = 0, d = 128;  // 16k tokens, h d = 2048
+  bool causal = false;
+  DType dtype = DType::bf16;  // of the tensor-core rungs
+  index_t reps = 20, warmup = 3;
+  std::uint32_t seed = 0;
+  index_t keys() const { return m ? m : n; }
+};
+
+Msg idea(Impl rung) {
+  switch (rung) {
+    case Impl::simt:
+      return Msg::idea_simt;
+    case Impl::tc:
+      return Msg::idea_tc;
+    case Impl::mma:
+      return Msg::idea_mma;
+    default:
+      return Msg::idea_teaching;
+  }
+}
+
+// One rung's outcome: measured (verified or not), or not run and why.
+struct Row {
+  Impl rung = Impl::teaching;
+  int step = 0;  // 0 at the bottom of the ladder
+  Precision precision = Precision::fp32;
+  std::optional<bench::Measurement> m;
+  std::string why, why_en;  // not run: in the current language, and in English for JSON
+  std::string kind;         // not run: "refused" or "failed"
+};
+
+bench::Case case_for(const LadderOptions& o, Precision p) {
+  bench::Case c;
+  c.b = o.b, c.h = o.h, c.n = o.n, c.m = o.keys(), c.d = o.d, c.causal = o.causal;
+  c.precision = p, c.seed = o.seed;
+  return c;
+}
+
+// Runs every rung; arrays are drawn once per precision (the same draws, rounded for bf16/fp16).
+std::vector<Row> climb(const LadderOptions& o) {
+  std::vector<Row> rows;
+  std::optional<bench::Arrays<float>> arrays;
+  Precision drawn = Precision::fp64;
+  int step = 0;
+  for (Impl rung : kGpuRungs) {
+    Row row;
+    row.rung = rung, row.step = step++;
+    row.precision = tensor_cores(rung) ? dtype_precision(o.dtype) : Precision::fp32;
+    row.why = refusal(rung, o.d, row.precision);
+    if (!row.why.empty()) {
+      row.why_en = cuda::refuses(rung, o.d, row.precision), row.kind = "refused";
+      rows.push_back(row);
+      continue;
+    }
+    const bench::Case c = case_for(o, row.precision);
+    if (!arrays || drawn != row.precision) {
+      arrays.reset();  // one set of inputs at a time
+      arrays = bench::random_arrays<float>(c), drawn = row.precision;
+    }
+    try {
+      row.m =
+          bench::measure(c, *arrays, gpu_runner<float>(c, rung, false, *arrays), o.warmup, o.reps);
+    } catch (const cuda::CudaError& e) {
+      row.why = ui::tr(Msg::ladder_kernel_failed, e.what());
+      row.why_en =
+          fmt::format(fmt::runtime(ui::text(Msg::ladder_kernel_failed, ui::Lang::en)), e.what());
+      row.kind = "failed";
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The nearest rung below that ran and was verified: the speed-up's base.
+const Row* below(const std::vector<Row>& rows, std::size_t k) {
+  for (std::size_t j = k; j-- > 0;)
+    if (rows[j].m && rows[j].m->timed) return &rows[j];
+  return nullptr;
+}
+
+void emit_json(const LadderOptions& o, const std::vector<Row>& rows, double ceiling,
+               const std::string& ceiling_why) {
+  nlohmann::json g = {{"event", "gemm_ceiling"}, {"dtype", "bf16"},
+                      {"n", kCeilingSide},       {"reps", o.reps},
+                      {"measured", ceiling > 0}, {"why", ceiling > 0 ? "" : ceiling_why}};
+  g["tflops"] = ceiling > 0 ? nlohmann::json(ceiling) : nlohmann::json(nullptr);
+  ui::out() << g.dump() << "\n";
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const Row& r = rows[k];
+    nlohmann::json j = {{"impl", impl_name(r.rung)},
+                        {"rung", r.step},
+                        {"idea", ui::text(idea(r.rung), ui::Lang::en)},
+                        {"device", "cuda"},
+                        {"dtype", precision_name(r.precision)},
+                        {"pass", "fwd"},
+                        {"b", o.b},
+                        {"h", o.h},
+                        {"n", o.n},
+                        {"m", o.keys()},
+                        {"d", o.d},
+                        {"causal", o.causal}};
+    if (!r.m || !r.m->timed) {
+      j["event"] = "rung_skipped";
+      j["reason"] = r.m ? "unverified" : r.kind;
+      if (r.m)
+        j.update({{"why", "failed verification"},
+                  {"verified_rows", r.m->verdict.rows},
+                  {"max_error", ui::number(r.m->verdict.err)},
+                  {"error_bound", ui::number(r.m->verdict.bound)}});
+      else
+        j["why"] = r.why_en;
+      ui::out() << j.dump() << "\n";
+      continue;
+    }
+    const bench::Measurement& m = *r.m;
+    j.update({{"event", "bench"},
+              {"median_ms", m.times.median_ms},
+              {"min_ms", m.times.min_ms},
+              {"max_ms", m.times.max_ms},
+              {"reps", m.times.reps},
+              {"tflops", m.tflops},
+              {"verified", true},
+              {"verified_rows", m.verdict.rows},
+              {"max_error", m.verdict.err},
+              {"error_bound", m.verdict.bound}});
+    if (ceiling > 0) j["of_ceiling"] = m.tflops / ceiling;
+    if (const Row* base = below(rows, k))
+      j["speedup"] = base->m->times.median_ms / m.times.median_ms;
+    ui::out() << j.dump() << "\n";
+  }
+}
+
+void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ceiling,
+                 const std::string& ceiling_why) {
+  const bench::Case c = case_for(o, Precision::fp32);
+  const bool halved = o.causal && o.n == o.keys();
+  ui::say(Msg::ladder_case, o.b, o.h, o.n, o.keys(), o.d,
+          ui::tr(o.causal ? Msg::ladder_causal : Msg::ladder_not_causal), halved ? " / 2" : "",
+          bench::flops(c), o.warmup, o.reps);
+  if (ceiling > 0)
+    ui::result(Msg::ladder_ceiling, kCeilingSide, kCeilingSide, kCeilingSide, ceiling, o.reps);
+  else
+    ui::result(Msg::ladder_no_ceiling, ceiling_why);
+  ui::result_raw("\n");
+  ui::result(Msg::ladder_columns, ui::tr(Msg::ladder_col_rung), "dtype", "ms", "TFLOP/s",
+             ui::tr(Msg::ladder_col_ceiling), ui::tr(Msg::ladder_col_speedup),
+             ui::tr(Msg::ladder_col_verified), ui::tr(Msg::ladder_col_idea));
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const Row& r = rows[k];
+    const char* dtype = precision_name(r.precision);
+    if (!r.m) {
+      ui::result(Msg::ladder_not_run, impl_name(r.rung), dtype, r.why);
+      continue;
+    }
+    const bench::Measurement& m = *r.m;
+    if (!m.timed) {
+      const Verdict& v = m.verdict;
+      ui::result(Msg::ladder_unverified_row, impl_name(r.rung), dtype, "", "", "", "",
+                 ui::tr(Msg::ladder_no), ui::tr(idea(r.rung)),
+                 ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst, ui::sci(v.bound)));
+      continue;
+    }
+    const Row* base = below(rows, k);
+    ui::result(Msg::ladder_columns, impl_name(r.rung), dtype,
+               fmt::format("{:.3f}", m.times.median_ms), fmt::format("{:.1f}", m.tflops),
+               ceiling > 0 ? fmt::format("{:.1f}%", 100.0 * m.tflops / ceiling) : "",
+               base ? fmt::format("{:.2f}x", base->m->times.median_ms / m.times.median_ms) : "-",
+               ui::tr(Msg::ladder_yes), ui::tr(idea(r.rung)));
+  }
+}
+
+void run_ladder(const LadderOptions& o) {
+  if (o.device != Device::cuda) throw Error(kUsage, ui::tr(Msg::ladder_err_cpu));
+  // The inputs (Q, K, V, dO, 4 bytes each) and the outputs, on the host.
+  ensure_fits(double(o.b * o.h) * double(3 * o.n + 2 * o.keys()) * double(o.d) * 4.0,
+              ui::tr(Msg::bench_arrays_what));
+  require_gpu();
+  double ceiling = 0;
+  std::string ceiling_why;
+  try {
+    ceiling = cuda::gemm_tflops_bf16(kCeilingSide, int(o.reps));
+  } catch (const cuda::CudaError& e) {
+    ceiling_why = e.what();
+  }
+  const std::vector<Row> rows = climb(o);
+  if (ui::settings().json)
+    emit_json(o, rows, ceiling, ceiling_why);
+  else
+    print_table(o, rows, ceiling, ceiling_why);
+  std::string unverified;
+  for (const Row& r : rows)
+    if (r.m && !r.m->timed)
+      unverified += (unverified.empty() ? "" : ", ") + std::string(impl_name(r.rung));
+  if (!unverified.empty()) throw Error(kCheckFailed, ui::tr(Msg::ladder_failed, unverified));
+}
+
+}  // namespace
+
+void setup_ladder(CLI::App& app) {
+  auto o = std::make_shared<LadderOptions>();
+  CLI::App* sub = app.add_subcommand("ladder", ui::tr(Msg::ladder_help));
+  add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
+                     ui::tr(Msg::ladder_opt_device))
+      ->default_str("cuda");
+  const index_t big = index_t(1) << 24;
+  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
+  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
+  add_count(sub, "--n", o->n, ui::tr(Msg::opt_n), big);
+  add_count(sub, "--m", o->m, ui::tr(Msg::opt_m), big)->default_str("n");
+  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_choice<DType>(sub, "--dtype", o->dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}},
+                    ui::tr(Msg::ladder_opt_dtype))
+      ->default_str("bf16");
+  add_count(sub, "--reps", o->reps, ui::tr(Msg::ladder_opt_reps), 100000);
+  add_count(sub, "--warmup", o->warmup, ui::tr(Msg::ladder_opt_warmup), 1000);
+  add_seed(sub, o->seed);
+  sub->footer(ui::tr(Msg::ladder_examples));
+  sub->callback([o] { run_ladder(*o); });
+}
+
+}  // namespace fd::demos
