@@ -64,9 +64,6 @@ void require_device(const AttentionOptions& o, Subcommand which) {
     if (!why.empty()) throw Error(kUsage, why);
     if (which == Subcommand::backward)
       throw Error(kUsage, ui::tr(ui::Msg::err_rung_backward, impl_name(o.impl)));
-    if (o.impl == Impl::simt && o.trace >= ui::TraceLevel::tiles)
-      throw Error(kUsage, ui::tr(ui::Msg::err_simt_trace,
-                                 o.trace == ui::TraceLevel::tiles ? "tiles" : "rows"));
     const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d);
     if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
       throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
@@ -80,17 +77,23 @@ void require_gpu() {
   if (!g.present) throw Error(kNoDevice, ui::tr(ui::Msg::err_no_gpu, why_no_gpu(g)));
 }
 
-// cuda::refuses says why in English; in Chinese the same reasons, told apart as rungs.cpp does
-// (an unknown reason stays in English).
+// cuda::refuses's reason, in the language of the run (empty when the rung runs the case).
 std::string refusal(Impl impl, index_t d, Precision p) {
-  const std::string why = cuda::refuses(impl, d, p);
-  if (why.empty() || ui::lang() == ui::Lang::en) return why;
-  if (impl == Impl::simt && p != Precision::fp32) return ui::tr(ui::Msg::refuse_simt_fp32);
-  if (tensor_cores(impl) && p != Precision::bf16 && p != Precision::fp16)
-    return ui::tr(ui::Msg::refuse_tc_dtype, impl_name(impl));
-  if (impl != Impl::teaching && impl != Impl::fast && d != 64 && d != 128)
-    return ui::tr(ui::Msg::refuse_d, impl_name(impl), d);
-  return why;
+  using Why = cuda::Refusal::Why;
+  const cuda::Refusal r = cuda::refuses(impl, d, p);
+  switch (r.why) {
+    case Why::none:
+      return "";
+    case Why::needs_fp32:
+      return ui::tr(ui::Msg::refuse_simt_fp32);
+    case Why::needs_bf16_fp16:
+      return ui::tr(ui::Msg::refuse_tc_dtype, impl_name(impl));
+    case Why::d_unsupported:
+      return ui::tr(ui::Msg::refuse_d, impl_name(impl), d);
+    case Why::cpu_only:
+      break;
+  }
+  return r.english;
 }
 
 std::string why_no_gpu(const cuda::GpuInfo& g) {
@@ -117,8 +120,7 @@ ForwardResult<T> forward_on_device(const AttentionOptions& o, const Inputs<T>& i
     return flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), sink, o.variant());
   ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
   cuda::KernelTrace trace;
-  const bool traced = sink && o.impl != Impl::simt &&  // simt records no trace
-                      o.tiling().Tr() * o.tiling().Tc() * o.tiles().Br <= kMaxTracedSlots;
+  const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.tiles().Br <= kMaxTracedSlots;
   // (the kernel's trace: head 0 only, replayed into the same sinks as the CPU path's)
   try {
     cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.impl, in.Q.data(), in.K.data(),

@@ -83,7 +83,7 @@ std::vector<Row> climb(const LadderOptions& o) {
     row.precision = tensor_cores(rung) ? dtype_precision(o.dtype) : Precision::fp32;
     row.why = refusal(rung, o.d, row.precision);
     if (!row.why.empty()) {
-      row.why_en = cuda::refuses(rung, o.d, row.precision), row.kind = "refused";
+      row.why_en = cuda::refuses(rung, o.d, row.precision).english, row.kind = "refused";
       rows.push_back(row);
       continue;
     }

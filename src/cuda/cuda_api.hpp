@@ -64,8 +64,15 @@ inline TileSizes kernel_tiles(Impl impl, index_t) {
   return impl == Impl::mma ? TileSizes{128, 64} : TileSizes{64, 64};
 }
 
-// What a rung accepts, or why not, in English (empty when it runs): d, the precision.
-std::string refuses(Impl impl, index_t d, Precision p_in);
+// What a rung accepts, or why not: the reason (for the caller to say in its own words) and the
+// same in English; why = none when the rung runs the case.
+struct Refusal {
+  enum class Why { none, cpu_only, needs_fp32, needs_bf16_fp16, d_unsupported };
+  Why why = Why::none;
+  std::string english;
+  explicit operator bool() const { return why != Why::none; }
+};
+Refusal refuses(Impl impl, index_t d, Precision p_in);
 
 // Forward on the GPU, host arrays in and out. L: b*h*n; L_lo (L's rounding error, when not
 // null) likewise; the simt, tc and mma rungs write L_lo = 0. trace (head 0) when not null.

@@ -7,27 +7,20 @@
 
 namespace fd::cuda {
 
-std::string refuses(Impl impl, index_t d, Precision p_in) {
-  const bool d_ok = d == 64 || d == 128;
+Refusal refuses(Impl impl, index_t d, Precision p_in) {
   const std::string name = impl_name(impl);
-  switch (impl) {
-    case Impl::teaching:
-      return "";
-    case Impl::fast:
-      return "--impl fast runs on the CPU only";
-    case Impl::simt:
-      if (p_in != Precision::fp32) return "--impl simt computes in fp32: use --dtype fp32";
-      break;
-    case Impl::tc:
-    case Impl::mma:
-      if (p_in != Precision::bf16 && p_in != Precision::fp16)
-        return "--impl " + name + " runs on tensor cores: use --dtype bf16 or --dtype fp16";
-      break;
-  }
-  if (!d_ok)
-    return "--impl " + name + " is compiled for d = 64 and 128, not d = " + std::to_string(d) +
-           " (--impl teaching takes any d)";
-  return "";
+  if (impl == Impl::teaching) return {};
+  if (impl == Impl::fast) return {Refusal::Why::cpu_only, "--impl fast runs on the CPU only"};
+  if (impl == Impl::simt && p_in != Precision::fp32)
+    return {Refusal::Why::needs_fp32, "--impl simt computes in fp32: use --dtype fp32"};
+  if (tensor_cores(impl) && p_in != Precision::bf16 && p_in != Precision::fp16)
+    return {Refusal::Why::needs_bf16_fp16,
+            "--impl " + name + " runs on tensor cores: use --dtype bf16 or --dtype fp16"};
+  if (d != 64 && d != 128)
+    return {Refusal::Why::d_unsupported,
+            "--impl " + name + " is compiled for d = 64 and 128, not d = " + std::to_string(d) +
+                " (--impl teaching takes any d)"};
+  return {};
 }
 
 }  // namespace fd::cuda

@@ -170,8 +170,8 @@ struct Element {
 // not take.
 template <class T, class F>
 auto with_element(const Shape& s, Variant v, Impl impl, F&& f) {
-  const std::string no = refuses(impl, s.d, working<T>(v));
-  if (!no.empty()) throw CudaError(no);
+  const Refusal no = refuses(impl, s.d, working<T>(v));
+  if (no) throw CudaError(no.english);
   if (impl == Impl::simt) return f(Element<float>{});
   if (v.p_in == Precision::fp16) return f(Element<__half>{});
   return f(Element<__nv_bfloat16>{});
