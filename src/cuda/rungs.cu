@@ -128,14 +128,14 @@ void launch_tc(const DeviceProblem<E>& p) {
   tc_forward_kernel<E, D, Async, kM><<<grid, kTcThreads, bytes>>>(a);
 }
 
-template <int D, int kR>
+template <int D>
 void launch_simt(const DeviceProblem<float>& p) {
   const SimtArgs a{p.Q.ptr, p.K.ptr,  p.V.ptr, p.O.ptr,  p.L.ptr,       p.s.n,
                    p.s.m,   p.tiling, p.mask,  p.scale2, p.trace.view()};
   constexpr std::size_t bytes = simt_smem_bytes<D>();
-  allow_smem(simt_forward_kernel<D, kR>, bytes);
+  allow_smem(simt_forward_kernel<D>, bytes);
   const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
-  simt_forward_kernel<D, kR><<<grid, SimtShape<kR>::kThreads, bytes>>>(a);
+  simt_forward_kernel<D><<<grid, SimtShape::kThreads, bytes>>>(a);
 }
 
 // One forward of the problem's rung: the one switch from (rung, d) to a compiled kernel.
@@ -144,9 +144,7 @@ void launch(const DeviceProblem<E>& p) {
   if (p.tiling.Tr() == 0 || p.s.heads() == 0) return;
   const bool wide = p.s.d == 128;
   if constexpr (std::is_same_v<E, float>) {
-    const char* x = getenv("FD_SIMT");  // EXPERIMENT
-    if (x && x[0] == '8') return wide ? launch_simt<128, 8>(p) : launch_simt<64, 8>(p);
-    wide ? launch_simt<128, 4>(p) : launch_simt<64, 4>(p);
+    wide ? launch_simt<128>(p) : launch_simt<64>(p);
   } else if (p.impl == Impl::mma) {
     wide ? launch_tc<E, 128, true, 2>(p) : launch_tc<E, 64, true, 2>(p);
   } else {
@@ -212,7 +210,9 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 double gemm_tflops_bf16(index_t n, int reps) {
   require_gpu();
   void* lib = nullptr;
-  for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})
+  for (const char* name :
+       {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+        "/usr/local/cuda/lib64/libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so"})
     if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
   if (!lib) throw CudaError("cuBLAS (libcublas.so) was not found on the library path");
   using Create = cublasStatus_t (*)(cublasHandle_t*);

@@ -20,10 +20,8 @@
 
 namespace fd::cuda {
 
-// kR rows of the tile per thread (4 or 8): 16 * 64 / kR threads per block.
-template <int kR>
 struct SimtShape {
-  static constexpr int kThreads = 16 * 64 / kR, Br = 64, Bc = 64, kLd = Br + 4;  // P^T padded
+  static constexpr int kThreads = 256, Br = 64, Bc = 64, kLd = Br + 4;  // P^T rows padded
 };
 
 struct SimtArgs {
@@ -37,9 +35,9 @@ struct SimtArgs {
 };
 
 // X[row0 .. row0 + 64) (d columns) transposed into Xt (d x 64); rows past total are 0.
-template <int D, int kThreads>
+template <int D>
 __device__ inline void load_transposed(float* Xt, const float* X, index_t row0, index_t total) {
-  for (int k = threadIdx.x; k < 64 * (D / 4); k += kThreads) {
+  for (int k = threadIdx.x; k < 64 * (D / 4); k += SimtShape::kThreads) {
     const int r = k % 64, x = 4 * (k / 64);  // neighbouring threads: neighbouring rows
     const float4 v = row0 + r < total ? *reinterpret_cast<const float4*>(X + (row0 + r) * D + x)
                                       : make_float4(0, 0, 0, 0);
@@ -48,9 +46,9 @@ __device__ inline void load_transposed(float* Xt, const float* X, index_t row0, 
   }
 }
 
-template <int D, int kThreads>
+template <int D>
 __device__ inline void load_rows(float* Xs, const float* X, index_t row0, index_t total) {
-  for (int k = threadIdx.x; k < 64 * (D / 4); k += kThreads) {
+  for (int k = threadIdx.x; k < 64 * (D / 4); k += SimtShape::kThreads) {
     const int r = k / (D / 4), x = 4 * (k % (D / 4));
     *reinterpret_cast<float4*>(Xs + r * D + x) =
         row0 + r < total ? *reinterpret_cast<const float4*>(X + (row0 + r) * D + x)
@@ -68,11 +66,9 @@ __device__ inline float half_warp_max(float v) {
   return v;
 }
 
-template <int D, int kR>
-__global__ void __launch_bounds__(SimtShape<kR>::kThreads) simt_forward_kernel(const SimtArgs a) {
-  using Shape = SimtShape<kR>;
-  constexpr int Br = Shape::Br, Bc = Shape::Bc, U = D / 64, kLd = Shape::kLd;
-  constexpr int kThreads = Shape::kThreads;
+template <int D>
+__global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const SimtArgs a) {
+  constexpr int Br = SimtShape::Br, Bc = SimtShape::Bc, U = D / 64, kLd = SimtShape::kLd;
   extern __shared__ float4 smem4[];
   float* sQt = reinterpret_cast<float*>(smem4);  // D x Br
   float* sKt = sQt + D * Br;                     // D x Bc
@@ -87,44 +83,33 @@ __global__ void __launch_bounds__(SimtShape<kR>::kThreads) simt_forward_kernel(c
   const index_t J = computed_key_tiles(a.tiling, a.mask, i);
   const index_t F = full_key_tiles(a.tiling, a.mask, i);
   const bool tracing = a.trace.computed && head == 0;
-  load_transposed<D, kThreads>(sQt, a.Q + head * a.n * D, q0, a.n);
+  load_transposed<D>(sQt, a.Q + head * a.n * D, q0, a.n);
 
-  float o[kR][4 * U] = {}, m2[kR], l[kR] = {};
-#pragma unroll
-  for (int r = 0; r < kR; ++r) m2[r] = neg_inf<float>();
+  float o[4][4 * U] = {}, m2[4], l[4] = {};
+  for (int r = 0; r < 4; ++r) m2[r] = neg_inf<float>();
   for (index_t j = 0; j < J; ++j) {
     __syncthreads();  // everyone is done with the previous K_j, V_j, P
-    load_transposed<D, kThreads>(sKt, K, j * Bc, a.m);
-    load_rows<D, kThreads>(sV, V, j * Bc, a.m);
+    load_transposed<D>(sKt, K, j * Bc, a.m);
+    load_rows<D>(sV, V, j * Bc, a.m);
     __syncthreads();
-    float s[kR][4] = {};
-#pragma unroll 4
+    float s[4][4] = {};
     for (int x = 0; x < D; ++x) {
-      float qr[kR];
-#pragma unroll
-      for (int r4 = 0; r4 < kR; r4 += 4) {
-        const float4 q = *reinterpret_cast<const float4*>(sQt + x * Br + kR * rg + r4);
-        qr[r4] = q.x, qr[r4 + 1] = q.y, qr[r4 + 2] = q.z, qr[r4 + 3] = q.w;
-      }
+      const float4 q = *reinterpret_cast<const float4*>(sQt + x * Br + 4 * rg);
+      const float qr[4] = {q.x, q.y, q.z, q.w};
       const float4 k = *reinterpret_cast<const float4*>(sKt + x * Bc + 4 * cg);
       const float kc[4] = {k.x, k.y, k.z, k.w};
-#pragma unroll
       for (int c = 0; c < 4; ++c)
-#pragma unroll
-        for (int r = 0; r < kR; ++r) s[r][c] = fmaf(qr[r], kc[c], s[r][c]);
+        for (int r = 0; r < 4; ++r) s[r][c] = fmaf(qr[r], kc[c], s[r][c]);
     }
     const index_t k0 = j * Bc;
     const bool edge = j >= F || k0 + Bc > a.m;
-    float m_old[kR], alpha[kR];
-#pragma unroll
-    for (int r = 0; r < kR; ++r) {
+    float m_old[4], alpha[4];
+    for (int r = 0; r < 4; ++r) {
       float mx = m2[r];
-#pragma unroll
       for (int c = 0; c < 4; ++c) {
         s[r][c] *= a.scale2;
         const index_t key = k0 + 4 * cg + c;
-        if (edge && (key >= a.m || a.mask.masked(q0 + kR * rg + r, key)))
-          s[r][c] = neg_inf<float>();
+        if (edge && (key >= a.m || a.mask.masked(q0 + 4 * rg + r, key))) s[r][c] = neg_inf<float>();
         mx = fmaxf(mx, s[r][c]);
       }
       mx = half_warp_max(mx);
@@ -132,32 +117,20 @@ __global__ void __launch_bounds__(SimtShape<kR>::kThreads) simt_forward_kernel(c
       const float shift = exp2_shift(mx);
       m2[r] = mx;
       float rowsum = 0.0f;
-#pragma unroll
       for (int c = 0; c < 4; ++c) rowsum += (s[r][c] = exp2f(s[r][c] - shift));
       l[r] = alpha[r] * l[r] + rowsum;  // this thread's part of l
-#pragma unroll
       for (int x = 0; x < 4 * U; ++x) o[r][x] *= alpha[r];
     }
-#pragma unroll
     for (int c = 0; c < 4; ++c)
-#pragma unroll
-      for (int r4 = 0; r4 < kR; r4 += 4)
-        *reinterpret_cast<float4*>(sPt + (4 * cg + c) * kLd + kR * rg + r4) =
-            make_float4(s[r4][c], s[r4 + 1][c], s[r4 + 2][c], s[r4 + 3][c]);
+      *reinterpret_cast<float4*>(sPt + (4 * cg + c) * kLd + 4 * rg) =
+          make_float4(s[0][c], s[1][c], s[2][c], s[3][c]);
     __syncthreads();
-#pragma unroll 4
     for (int c = 0; c < Bc; ++c) {
-      float pr[kR];
-#pragma unroll
-      for (int r4 = 0; r4 < kR; r4 += 4) {
-        const float4 p = *reinterpret_cast<const float4*>(sPt + c * kLd + kR * rg + r4);
-        pr[r4] = p.x, pr[r4 + 1] = p.y, pr[r4 + 2] = p.z, pr[r4 + 3] = p.w;
-      }
-#pragma unroll
+      const float4 p = *reinterpret_cast<const float4*>(sPt + c * kLd + 4 * rg);
+      const float pr[4] = {p.x, p.y, p.z, p.w};
       for (int u = 0; u < U; ++u) {
         const float4 v = *reinterpret_cast<const float4*>(sV + c * D + 64 * u + 4 * cg);
-#pragma unroll
-        for (int r = 0; r < kR; ++r) {
+        for (int r = 0; r < 4; ++r) {
           o[r][4 * u + 0] = fmaf(pr[r], v.x, o[r][4 * u + 0]);
           o[r][4 * u + 1] = fmaf(pr[r], v.y, o[r][4 * u + 1]);
           o[r][4 * u + 2] = fmaf(pr[r], v.z, o[r][4 * u + 2]);
@@ -167,24 +140,22 @@ __global__ void __launch_bounds__(SimtShape<kR>::kThreads) simt_forward_kernel(c
     }
     if (tracing) {
       constexpr float kLn2 = 0.69314718055994531f;
-      for (int r = 0; r < kR; ++r) {
+      for (int r = 0; r < 4; ++r) {
         const float sum = half_warp_sum(l[r]);
         if (cg != 0) continue;
-        const index_t slot = (i * a.tiling.Tc() + j) * Br + kR * rg + r;
+        const index_t slot = (i * a.tiling.Tc() + j) * Br + 4 * rg + r;
         a.trace.m_old[slot] = m_old[r] * kLn2, a.trace.m_new[slot] = m2[r] * kLn2;
         a.trace.alpha[slot] = alpha[r], a.trace.l[slot] = sum;
       }
       if (threadIdx.x == 0) a.trace.computed[i * a.tiling.Tc() + j] = 1;
     }
   }
-#pragma unroll
-  for (int r = 0; r < kR; ++r) {
-    const index_t q = q0 + kR * rg + r;
+  for (int r = 0; r < 4; ++r) {
+    const index_t q = q0 + 4 * rg + r;
     const float lsum = half_warp_sum(l[r]);
     const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
     if (q >= a.n) continue;
     float* Orow = a.O + (head * a.n + q) * D;
-#pragma unroll
     for (int u = 0; u < U; ++u)
       *reinterpret_cast<float4*>(Orow + 64 * u + 4 * cg) = make_float4(
           o[r][4 * u] * inv, o[r][4 * u + 1] * inv, o[r][4 * u + 2] * inv, o[r][4 * u + 3] * inv);
@@ -196,9 +167,8 @@ __global__ void __launch_bounds__(SimtShape<kR>::kThreads) simt_forward_kernel(c
 
 template <int D>
 constexpr std::size_t simt_smem_bytes() {
-  using Shape = SimtShape<4>;  // the same tiles for every kR
-  return sizeof(float) *
-         std::size_t(D * Shape::Br + D * Shape::Bc + Shape::Bc * D + Shape::Bc * Shape::kLd);
+  return sizeof(float) * std::size_t(D * SimtShape::Br + D * SimtShape::Bc + SimtShape::Bc * D +
+                                     SimtShape::Bc * SimtShape::kLd);
 }
 
 }  // namespace fd::cuda
