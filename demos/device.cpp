@@ -60,10 +60,10 @@ void require_device(const AttentionOptions& o, Subcommand which) {
   // again); until then only the precision is checked (64: a d every rung takes), and not the GPU.
   const bool d_known = o.files.q.empty() || o.inputs_read;
   if (o.impl != Impl::teaching) {
+    if (which == Subcommand::backward)  // the first reason: no case would run
+      throw Error(kUsage, ui::tr(ui::Msg::err_rung_backward, impl_name(o.impl)));
     const std::string why = refusal(o.impl, d_known ? o.d : 64, o.working());
     if (!why.empty()) throw Error(kUsage, why);
-    if (which == Subcommand::backward)
-      throw Error(kUsage, ui::tr(ui::Msg::err_rung_backward, impl_name(o.impl)));
     const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d);
     if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
       throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));

@@ -836,6 +836,8 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
       {f + "--impl simt --dtype fp32 --d 96", "not d = 96", 2},
       {"backward --device cuda --impl mma --dtype bf16 --d 64",
        "--impl mma computes the forward only: the GPU backward is --impl teaching for now", 2},
+      {"backward --device cuda --impl tc --dtype bf16",  // the lecture's d = 16: still this reason
+       "--impl tc computes the forward only", 2},
       {f + "--impl mma --dtype bf16 --d 64 --block-q 32", "--impl mma computes fixed ", 2},
       {f + "--impl tc --dtype bf16 --d 64 --block-q 32", "--impl tc computes fixed 64 x 64", 2},
       {f + "--impl tc --dtype fp16 --d 128 --block-k 128", "--impl tc computes fixed 64 x 64", 2},
