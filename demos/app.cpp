@@ -21,6 +21,7 @@
 #include "check.hpp"
 #include "cli_tools.hpp"
 #include "common.hpp"
+#include "decode.hpp"
 #include "flashdemo/file_io.hpp"
 #include "flashdemo/npy.hpp"
 #include "forward.hpp"
@@ -224,6 +225,7 @@ int parse_and_run(int argc, char** argv) {
   fd::demos::setup_info(app);
   fd::demos::setup_bench(app);
   fd::demos::setup_ladder(app);
+  fd::demos::setup_decode(app);
   fd::demos::setup_completion(app);
   fd::demos::setup_manpage(app);
   if (argc < 2) return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, joined_names(app)));

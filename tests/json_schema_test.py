@@ -9,7 +9,8 @@ comment is followed by a table whose rows name fields (`a`, `b` in the first col
 type (second column; "*(optional)*" marks a field that is sometimes absent). The selectors tell
 apart the shapes one event name has (`problem subcommand=forward,backward`, `tile pass=forward`).
 Then every subcommand that takes --json runs (softmax, forward, backward, memory, check, bench,
-walkthrough, info, in several variants, plus a --trace-json file), and for every line printed:
+decode, walkthrough, info, in several variants, plus a --trace-json file), and for every line
+printed:
   - it is one JSON object with a string "event";
   - exactly one documented schema matches it (its event, and its selectors);
   - every required field of that schema is present, no undocumented field appears, and each value
@@ -182,6 +183,9 @@ RUNS = [
     ("bench --impl gemm --n 64 --d 16 --threads 1 --reps 1 --json", 0),
     ("bench --n 64 --d 16 --dtype bf16 --reps 1 --json", 0),
     ("bench --n 48 --d 8 --dtype fp16 --causal --pass bwd --reps 1 --json", 0),
+    ("decode --m 1000 --d 16 --n 2 --h 2 --threads 2 --reps 1 --json", 0),
+    ("decode --m 300 --d 8 --n 3 --causal --causal-align top-left --splits 3 --dtype fp64 "
+     "--reps 1 --json", 0),
     ("walkthrough --no-pause --json", 0),
     ("info --json", 0),
 ]

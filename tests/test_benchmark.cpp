@@ -99,3 +99,12 @@ TEST_CASE("bench: a device that times itself is asked for its times, after verif
   CHECK(t.min_ms == 1.0);
   CHECK(t.max_ms == 5.0);
 }
+
+TEST_CASE("bench: the parallel read reads the bytes asked for, in whole words, at some speed") {
+  for (index_t threads : {1, 2}) {
+    const bench::ReadBandwidth r = bench::read_bandwidth(1e6 + 3, threads, 3);
+    CHECK(r.bytes == 125000.0 * 8);  // 1e6 + 3 bytes: 125,000 words of 8
+    CHECK(r.median_ms > 0);
+    CHECK(r.gbps == doctest::Approx(r.bytes / (r.median_ms * 1e6)));
+  }
+}

@@ -950,6 +950,114 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
   }
 }
 
+// flashdemo decode: split-KV attention on the CPU. Its options are checked as bench's are, a
+// --splits beyond the key tiles is refused naming the limit, a size too large for memory exits 3;
+// a run prints the plan, the splits, the merge, the verdict and the timing; --json one object per
+// split and a result.
+TEST_CASE("decode: options checked, --splits beyond the key tiles refused, plan, merge, JSON") {
+  const Run help = run("decode --help");
+  REQUIRE(help.code == 0);
+  for (const char* option : {"--b", "--h", "--n", "--m", "--d", "--splits", "--threads", "--dtype",
+                             "--causal", "--causal-align", "--seed", "--scale", "--reps"})
+    CHECK(has(help.out, option));
+  CHECK(has(help.out, "--n INT:INT>=1=1"));
+  CHECK(has(help.out, "--m INT:INT>=1=65536"));
+  CHECK(has(help.out, "--d INT:INT>=1=128"));
+  CHECK(has(run("--help").out, "decode"));
+  CHECK(has(run("manpage").out, ".SS decode"));
+  CHECK(has(run("completion bash").out, "decode"));
+  struct Bad {
+    std::string args, names;
+    int code;
+  };
+  const Bad bad[] = {
+      {"decode --n 0", "--n", 2},
+      {"decode --m -5", "--m", 2},
+      {"decode --d 1.5", "--d", 2},
+      {"decode --d 257", "--d", 2},
+      {"decode --splits 0", "--splits", 2},
+      {"decode --splits=-2", "--splits", 2},
+      {"decode --threads 0", "--threads", 2},
+      {"decode --dtype bf16", "--dtype", 2},
+      {"decode --causal-align middle", "--causal-align", 2},
+      {"decode --seed -1", "--seed", 2},
+      {"decode --scale nan", "--scale", 2},
+      {"decode --reps 0", "--reps", 2},
+      {"decode --b 99999999999999999999", "--b", 2},
+      {"decode --impl fast", "--impl", 2},
+      {"decode --m 1000 --splits 9", "--splits 9 is more than the 8 key tiles (m = 1000", 2},
+      {"decode --m 16777216 --h 4096", "memory", 3},
+  };
+  for (const Bad& b : bad) {
+    const Run r = run(b.args);
+    INFO(b.args << " | " << r.err);
+    CHECK(r.code == b.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+  CHECK(has(run("decode --m 1000 --splits 9 --lang zh").err, "超过了键分块数 8"));
+
+  const Run plan = run("decode --m 1000 --d 16 --threads 2 --reps 1");
+  INFO(plan.out << plan.err);
+  REQUIRE(plan.code == 0);
+  CHECK(has(plan.out, "key tiles: Tc = 8 of Bc = 128 keys"));
+  CHECK(has(plan.out, "units U = heads x query tiles = 1 x 1 = 1,  workers W = threads = 2"));
+  CHECK(has(plan.out, "eff(S) = U S / (ceil(U S / W) W), for S = 1, 2, ...: 50% 100% 75% 100%"));
+  CHECK(has(plan.out, "S = 2: the smallest S with eff(S) >= 85% of the best (100%)"));
+  CHECK(has(plan.out, "0      0-511"));
+  CHECK(has(plan.out, "1      512-999"));
+  CHECK(has(plan.out, "exp(L_s - L)"));
+  CHECK(has(plan.out, "the weights of the 2 splits sum to 1.0000"));
+  CHECK(has(plan.out, "max |O - O_ref| = "));
+  CHECK(has(plan.out, "max |L - L_ref| = "));
+  CHECK(has(plan.out, ": pass"));
+  CHECK(has(plan.out, "S = 1    (no split)"));
+  CHECK(has(plan.out, "a parallel read of 128.0 KB (a sum of 64-bit words, threads: 2)"));
+  const Run forced = run("decode --m 1000 --d 16 --splits 8 --threads 1 --reps 1");
+  CHECK(forced.code == 0);
+  CHECK(has(forced.out, "S = 8: forced by --splits (eff = 100%; the plan would take S = 1)"));
+  CHECK(has(forced.out, "7      896-999"));
+  CHECK(has(forced.out, "S = 1 is the plan") == false);
+  const Run cut = run("decode --m 2000 --n 6 --d 8 --splits 16 --threads 1 --reps 1");
+  CHECK(cut.code == 0);
+  CHECK(has(cut.out, "(the first 8 of 16 splits and 4 of 6 rows shown; --json lists every split)"));
+  const Run blind = run("decode --n 3 --m 2 --d 4 --causal --reps 1");
+  CHECK(blind.code == 0);
+  CHECK(has(blind.out, "1 of 3 rows see no key at all"));
+  CHECK(has(blind.out, "row 0   sees no key: every L_s = -inf, every weight 0, so O = 0"));
+  CHECK(has(blind.out, ": pass"));
+  const Run zh = run("decode --m 1000 --d 16 --threads 2 --reps 1 --lang zh");
+  CHECK(zh.code == 0);
+  CHECK(has(zh.out, "计划"));
+
+  const Run j = run("decode --m 1000 --d 16 --h 2 --n 2 --splits 4 --threads 2 --reps 1 --json");
+  REQUIRE(j.code == 0);
+  const std::vector<std::string> ls = lines(j.out);
+  REQUIRE(ls.size() == 5);
+  for (int s = 0; s < 4; ++s) {
+    const auto e = nlohmann::json::parse(ls[std::size_t(s)]);
+    CHECK(e["event"] == "decode_split");
+    CHECK(e["split"] == s);
+    CHECK(e["L"].size() == 2);
+    CHECK(e["weight"].size() == 2);
+  }
+  CHECK(nlohmann::json::parse(ls[0])["keys"] == nlohmann::json::array({0, 256}));
+  CHECK(nlohmann::json::parse(ls[3])["keys"] == nlohmann::json::array({768, 1000}));
+  const auto res = nlohmann::json::parse(ls[4]);
+  CHECK(res["event"] == "result");
+  CHECK(res["subcommand"] == "decode");
+  CHECK(res["splits"] == 4);
+  CHECK(res["forced"] == true);
+  CHECK(res["threads"] == 2);
+  CHECK(res["units"] == 2);
+  CHECK(res["heads_checked"] == nlohmann::json::array({0, 1}));
+  CHECK(res["verdict_O"] == "pass");
+  CHECK(res["verdict_L"] == "pass");
+  CHECK(res["pass"] == true);
+  CHECK(res["kv_bytes"] == 2.0 * 2 * 1000 * 16 * 4);
+}
+
 // The share of the GEMM ceiling a bench table reports, or -1 when it says the GEMM was slower than
 // the run (then no ceiling: no share above 100 % is ever printed).
 double share_of_ceiling(const std::string& out) {
@@ -1146,6 +1254,9 @@ TEST_CASE("every line of every subcommand fits 100 display columns, in English a
                                              "bench --n 64 --reps 1 --dtype bf16",
                                              "forward --dtype fp16 --causal",
                                              "info",
+                                             "decode --m 4096 --reps 1",
+                                             "decode --m 2000 --n 6 --d 8 --splits 16 --reps 1",
+                                             "decode --n 3 --m 2 --d 4 --causal --reps 1",
                                              "forward --break no-max",
                                              "forward --break finite-mask",
                                              "forward --break wrong-align",
@@ -1240,7 +1351,8 @@ TEST_CASE("bash completion offers each option's values: choices, its kind of fil
       {"flashdemo check --color ", "always auto never"},
       {"flashdemo forward --lang = ", "en zh"},  // --lang=: bash splits at the =
       {"flashdemo --lang zh ",
-       "--color --help --json --lang --quiet --version backward bench check completion forward "
+       "--color --help --json --lang --quiet --version backward bench check completion decode "
+       "forward "
        "info ladder manpage memory softmax walkthrough"},
       {"flashdemo ladder --dtype ", "bf16 fp16"},
       {"flashdemo ladder --device ", "cpu cuda"},
@@ -1362,7 +1474,7 @@ TEST_CASE("every subcommand's --help shows its own examples, in English and Chin
   const std::vector<std::string> app_examples = example_lines(run("--help").out);
   REQUIRE_FALSE(app_examples.empty());
   for (const char* sub : {"softmax", "forward", "backward", "memory", "check", "bench", "ladder",
-                          "walkthrough", "info", "manpage", "completion"}) {
+                          "decode", "walkthrough", "info", "manpage", "completion"}) {
     for (const char* lang : {"en", "zh"}) {
       const Run help = run(std::string(sub) + " --help --lang " + lang);
       INFO(sub << " " << lang << "\n" << help.out);

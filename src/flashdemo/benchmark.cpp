@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "flashdemo/fast/fast_attention.hpp"
@@ -282,6 +284,29 @@ Ceiling gemm_ceiling(const Case& c, const Arrays<T>& a, index_t threads, index_t
     if (gflops > best.gflops) best.gflops = gflops, best.side = k;
   }
   return best;
+}
+
+ReadBandwidth read_bandwidth(double bytes, index_t threads, index_t reps) {
+  const index_t words = std::max<index_t>(1, index_t(bytes / sizeof(std::uint64_t)));
+  const std::unique_ptr<std::uint64_t[]> buf(new std::uint64_t[std::size_t(words)]);
+  std::uint64_t* x = buf.get();
+  const int team = int(std::max<index_t>(1, threads));
+#pragma omp parallel for schedule(static) num_threads(team)
+  for (index_t k = 0; k < words; ++k) x[k] = std::uint64_t(k);  // each page first touched here
+  volatile std::uint64_t kept = 0;  // the sum is used: the loop cannot be left out
+  const std::vector<double> ms = time_loop(
+      [&] {
+        std::uint64_t sum = 0;
+#pragma omp parallel for schedule(static) num_threads(team) reduction(+ : sum)
+        for (index_t k = 0; k < words; ++k) sum += x[k];
+        kept = sum;
+      },
+      1, std::max<index_t>(1, reps));
+  ReadBandwidth r;
+  r.bytes = double(words) * double(sizeof(std::uint64_t));
+  r.median_ms = summarize(ms).median_ms;
+  r.gbps = r.bytes / (r.median_ms * 1e6);
+  return r;
 }
 
 #define FD_INSTANTIATE(T)                                                                         \

@@ -13,6 +13,7 @@
 //   memory     the growth of the resident memory during the timed runs (Linux: VmHWM after
 //              resetting it), beyond the outputs a forward allocates
 //   ceiling    on the CPU, the best speed of a square GEMM in the same run, checked on two rows
+//   bandwidth  on the CPU, a memcpy-like read: a parallel sum over a buffer of a given size, GB/s
 // Nothing here prints; a progress callback lets the caller show long runs.
 #pragma once
 
@@ -153,5 +154,15 @@ struct GemmUnverified : std::runtime_error {
 template <class T>
 Ceiling gemm_ceiling(const Case& c, const Arrays<T>& a, index_t threads,
                      index_t runs = kCeilingRuns, const Progress& progress = {});
+
+// A memcpy-like read of `bytes` on `threads` threads: a sum of 64-bit words over a buffer of that
+// size, each thread its own contiguous share (first written by that thread), timed `reps` times
+// after one warm-up. What a kernel that streams that many bytes once could reach at best.
+struct ReadBandwidth {
+  double gbps = 0;       // bytes / median time
+  double median_ms = 0;  // of one read of the whole buffer
+  double bytes = 0;      // read each time (the size asked for, in whole words)
+};
+ReadBandwidth read_bandwidth(double bytes, index_t threads, index_t reps);
 
 }  // namespace fd::bench

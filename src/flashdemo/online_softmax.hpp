@@ -7,6 +7,11 @@
 // After the last block softmax(x)_i = exp(x_i - m) / l and logsumexp(x) = L = m + log(l).
 // Two states of disjoint parts of the row merge the same way (split-KV, ring attention):
 //   m = max(m_a, m_b),  l = exp(m_a - m) * l_a + exp(m_b - m) * l_b.
+// S finished parts, each a normalized output row O_s with its logsumexp L_s (split-KV, as
+// flash-decoding merges them): a part is the state (m = L_s, l = 1), so the S-way merge is
+//   M = max_s L_s,  L = M + log sum_s exp(L_s - M),  O = sum_s exp(L_s - L) O_s
+// (merge_splits); a part that saw no key has L_s = -inf and weight 0, and when no part saw one,
+// O = 0 and L = -inf.
 // Start: m = -inf, l = 0. A block whose entries are all -inf (fully masked) leaves the state
 // unchanged; a row that never saw a finite entry finalizes to L = -inf.
 // The saved L is also kept to twice T's precision, as L + L_lo (TwoSum: L = fl(m + log l), L_lo
@@ -113,6 +118,41 @@ FD_HOST_DEVICE RowState<T> merge(const RowState<T>& a, const RowState<T>& b) {
   out.m = m;
   out.l = rescale_factor(a.m, m) * a.l + rescale_factor(b.m, m) * b.l;
   return out;
+}
+
+// The state of `count` finished parts of a row from their logsumexps L_s = L[s * stride]:
+// m = max_s L_s, l = sum_s exp(L_s - m) (each part is the state (L_s, 1); the merge above with one
+// common maximum, taken first). finalize() of it is L = logsumexp_s L_s, -inf when every L_s is.
+template <class T>
+FD_HOST_DEVICE RowState<T> merge_lse(const T* L, index_t count, index_t stride) {
+  RowState<T> out;
+  for (index_t s = 0; s < count; ++s) out.m = fmax2(out.m, L[s * stride]);
+  for (index_t s = 0; s < count; ++s) out.l += rescale_factor(L[s * stride], out.m);
+  return out;
+}
+
+// The weight of part s in the merged row: exp(L_s - L), 0 for a part that saw no key (and so for
+// every part when L = -inf).
+template <class T>
+FD_HOST_DEVICE T split_weight(T L_s, T L) {
+  return rescale_factor(L_s, L);
+}
+
+// o[0..d) = sum_s exp(L_s - L) O_s over the parts s = 0 .. count - 1, in that order (one fused
+// multiply-add per term), O_s = O + s * ldo (d values), L_s = L[s * ldl]; returns L. The result
+// depends on the order of the parts only, never on who computed them.
+template <class T>
+FD_HOST_DEVICE T merge_splits(const T* O, index_t ldo, const T* L, index_t ldl, index_t count,
+                              index_t d, T* o) {
+  const T L_all = merge_lse(L, count, ldl).finalize();
+  for (index_t x = 0; x < d; ++x) o[x] = T(0);
+  for (index_t s = 0; s < count; ++s) {
+    const T w = split_weight(L[s * ldl], L_all);
+    if (w == T(0)) continue;  // no key seen (or too small to count): O_s is never read
+    const T* o_s = O + s * ldo;
+    for (index_t x = 0; x < d; ++x) o[x] = fmadd(w, o_s[x], o[x]);
+  }
+  return L_all;
 }
 
 }  // namespace fd

@@ -1,0 +1,410 @@
+// decode.cpp — `flashdemo decode`: split-KV attention ("flash-decoding") on the CPU. The library
+// (flashdemo/split_kv.hpp) plans the splits, computes them on OpenMP threads and merges them
+// (online_softmax.hpp: merge_splits); this file prints the problem, the plan, the splits and their
+// L_s, the merge of the first rows, the verdict against the reference (compare.hpp: the 2x rule),
+// and the timing of S splits and of S = 1 beside a parallel read of as many bytes
+// (benchmark.hpp: time_loop, read_bandwidth).
+// --json: one `decode_split` object per split, then one `result` (docs/trace-format.md, section
+// 10).
+#include "decode.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common.hpp"
+#include "flashdemo/benchmark.hpp"
+#include "flashdemo/compare.hpp"
+#include "flashdemo/online_softmax.hpp"
+#include "flashdemo/reference.hpp"
+#include "flashdemo/split_kv.hpp"
+#include "ui/format.hpp"
+#include "ui/json_trace.hpp"
+#include "ui/output.hpp"
+#include "ui/verdict.hpp"
+
+namespace fd::demos {
+namespace {
+
+using ui::Msg;
+
+constexpr index_t kShownSplits = 8, kShownRows = 4;  // the text's tables
+constexpr index_t kShownEfficiencies = 8;            // eff(S) listed in the plan
+constexpr index_t kJsonRows = 64;                    // rows of head 0 in each decode_split
+
+struct DecodeOptions {
+  index_t b = 1, h = 1, n = 1, m = 65536, d = 128;
+  index_t splits = 0;   // 0: the plan chooses
+  index_t threads = 0;  // 0: every hardware thread
+  DType dtype = DType::fp32;
+  bool causal = false, causal_implied = false;
+  CausalAlign align = CausalAlign::bottom_right;  // decoding: the new rows are the last ones
+  std::uint32_t seed = 0;
+  std::optional<double> scale;
+  index_t reps = 5;
+
+  index_t heads() const { return b * h; }
+  index_t workers() const {
+    return threads ? threads : std::max<index_t>(1, std::thread::hardware_concurrency());
+  }
+  DecodeShape shape() const { return {heads(), n, m, d}; }
+  AttnParams params() const { return AttnParams{causal, align, scale}; }
+  Mask mask() const { return params().mask_for(n, m); }
+};
+
+SplitPlan plan_for(const DecodeOptions& o) {
+  const Tiling t = decode_tiling(o.shape());
+  const index_t units = decode_units(o.shape());
+  if (o.splits == 0) return plan_splits(units, o.workers(), t.Tc());
+  if (o.splits > t.Tc())
+    throw Error(kUsage, ui::tr(Msg::decode_err_splits, o.splits, t.Tc(), o.m, t.Bc));
+  return forced_splits(units, o.workers(), t.Tc(), o.splits);
+}
+
+// Everything the run holds at once, in bytes: Q, K, V (and dO, which the shared draws make), the
+// draws of one array in double, the partial and merged outputs of S splits and of S = 1, the read
+// buffer (as large as K and V), and one head's reference, naive run and magnitudes (S and P,
+// n x m each, and their inputs in the wider type).
+double bytes_needed(const DecodeOptions& o, index_t S, double t_bytes, double w_bytes) {
+  const double H = double(o.heads()), n = double(o.n), m = double(o.m), d = double(o.d);
+  const double inputs = H * (2 * n + 2 * m) * d * t_bytes;
+  const double draws = H * m * d * 8;
+  const double outputs = H * (double(S) + 2) * n * (d + 1) * 2 * t_bytes;
+  const double read = 2 * H * m * d * t_bytes;
+  const double reference = 6 * n * m * w_bytes + 2 * (n + 2 * m) * d * w_bytes;
+  return inputs + draws + outputs + read + reference;
+}
+
+// The heads checked against the reference: the first and the last.
+std::vector<index_t> checked_heads(const DecodeOptions& o) {
+  if (o.heads() == 1) return {0};
+  return {0, o.heads() - 1};
+}
+
+struct Checked {
+  RuleVerdict O, L;
+};
+
+// The rule on O and L of the checked heads: each against the reference in the wider type, with
+// standard attention in T as the yardstick (the worst head's errors, naive errors, magnitudes).
+template <class T>
+Checked check(const DecodeOptions& o, const bench::Arrays<T>& a, const SplitKvResult<T>& r) {
+  using W = wider_t<T>;
+  const index_t n = o.n, m = o.m, d = o.d;
+  double err_O = 0, naive_O = 0, R_O = 0, err_L = 0, naive_L = 0, R_L = 0;
+  for (index_t head : checked_heads(o)) {
+    const Mat<T> Q = Eigen::Map<const Mat<T>>(a.Q.data() + head * n * d, n, d);
+    const Mat<T> K = Eigen::Map<const Mat<T>>(a.K.data() + head * m * d, m, d);
+    const Mat<T> V = Eigen::Map<const Mat<T>>(a.V.data() + head * m * d, m, d);
+    const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
+    const ReferenceForward<W> ref = reference_forward<W>(Qw, Kw, Vw, o.params());
+    require_fits(ref.S, "S = scale Q K^T", precision_of<T>(), "");
+    const ReferenceForward<T> naive = reference_forward<T>(Q, K, V, o.params());
+    const Magnitudes<W> R = reference_magnitudes<W>(Qw, Kw, Vw, {}, ref, o.params());
+    const Eigen::Map<const Mat<T>> O(r.O.data() + head * n * d, n, d);
+    const Eigen::Map<const Vec<T>> L(r.L.data() + head * n, n);
+    err_O = std::max(err_O, max_abs_error(O, ref.O).value);
+    naive_O = std::max(naive_O, max_abs_error(naive.O, ref.O).value);
+    R_O = std::max(R_O, max_finite_abs(R.O));
+    err_L = std::max(err_L, max_abs_error(L, ref.L).value);
+    naive_L = std::max(naive_L, max_abs_error(naive.L, ref.L).value);
+    R_L = std::max(R_L, max_finite_abs(R.L));
+  }
+  const Precision p = precision_of<T>();
+  return {apply_rule(p, err_O, naive_O, R_O), apply_rule(p, err_L, naive_L, R_L)};
+}
+
+struct Timing {
+  bench::Times split, single;  // S splits; S = 1
+  bench::ReadBandwidth read;
+  double bytes = 0;  // of K and V the run must read
+  double gbps(const bench::Times& t) const { return bytes / (t.median_ms * 1e6); }
+};
+
+template <class T>
+Timing time_runs(const DecodeOptions& o, const SplitPlan& plan, const bench::Arrays<T>& a,
+                 SplitKvResult<T>& out) {
+  Timing t;
+  t.bytes = kv_bytes(o.shape(), o.mask(), sizeof(T));
+  auto run = [&](index_t S, SplitKvResult<T>& r) {
+    return bench::summarize(bench::time_loop(
+        [&] {
+          split_kv_forward(o.shape(), o.params(), S, o.workers(), a.Q.data(), a.K.data(),
+                           a.V.data(), r);
+        },
+        1, o.reps));
+  };
+  SplitKvResult<T> single;
+  t.split = run(plan.splits, out);
+  t.single = plan.splits == 1 ? t.split : run(1, single);
+  t.read = bench::read_bandwidth(t.bytes, o.workers(), o.reps);
+  return t;
+}
+
+std::string L_text(double v) {
+  return ui::fixed(v, 4);
+}
+
+void print_problem(const DecodeOptions& o, const char* dtype) {
+  const Tiling t = decode_tiling(o.shape());
+  ui::heading(ui::tr(Msg::decode_title), ui::tr(Msg::decode_source));
+  ui::say(Msg::decode_problem, o.b, o.h, o.heads(), o.n, o.d, o.m, o.d, dtype,
+          o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), o.params().scale_for(o.d));
+  ui::say(Msg::decode_tiles, t.Tc(), t.Bc, t.Br);
+  ui::say(!o.causal                          ? Msg::mask_none
+          : o.align == CausalAlign::top_left ? Msg::mask_top_left
+                                             : Msg::mask_bottom_right,
+          o.causal_implied ? ui::tr(Msg::align_implies_causal) : "");
+  index_t unseeing = 0;
+  for (index_t q = 0; q < o.n; ++q) unseeing += o.mask().visible_keys(q) == 0;
+  if (unseeing > 0) ui::say(Msg::rows_unseeing, unseeing, o.n);
+  ui::say(Msg::decode_inputs, o.seed);
+}
+
+void print_plan(const DecodeOptions& o, const SplitPlan& plan) {
+  const Tiling t = decode_tiling(o.shape());
+  ui::result_section(ui::tr(Msg::decode_plan_title));
+  ui::result(Msg::decode_plan_units, o.heads(), t.Tr(), plan.units, plan.workers, kMaxSplits,
+             plan.max_splits);
+  std::string effs;
+  const index_t shown = std::min(plan.max_splits, kShownEfficiencies);
+  for (index_t S = 1; S <= shown; ++S)
+    effs += fmt::format("{}{:.0f}%", S > 1 ? " " : "", 100 * plan.efficiency[std::size_t(S - 1)]);
+  ui::result(Msg::decode_plan_eff, effs,
+             plan.max_splits > shown ? ui::tr(Msg::decode_plan_more) : "");
+  const double eff = 100 * plan.efficiency[std::size_t(plan.splits - 1)];
+  if (plan.forced)
+    ui::result(Msg::decode_plan_forced, plan.splits, eff,
+               plan_splits(plan.units, plan.workers, plan.key_tiles).splits);
+  else
+    ui::result(Msg::decode_plan_auto, plan.splits, 100 * kSplitEfficiency, 100 * plan.best);
+}
+
+template <class T>
+void print_splits(const DecodeOptions& o, const SplitKvResult<T>& r) {
+  const Tiling t = decode_tiling(o.shape());
+  const index_t S = r.splits, n = o.n, shown_s = std::min(S, kShownSplits),
+                shown_r = std::min(n, kShownRows);
+  ui::result_section(ui::tr(Msg::decode_splits_title, o.heads()));
+  std::string header = fmt::format("  {:<6} {:<16} {:<10}", ui::tr(Msg::decode_col_split),
+                                   ui::tr(Msg::decode_col_keys), ui::tr(Msg::decode_col_tiles));
+  for (index_t q = 0; q < shown_r; ++q)
+    header += fmt::format(" {:>12}", ui::tr(Msg::decode_col_row, q));
+  ui::result_raw(header + "\n");
+  for (index_t s = 0; s < shown_s; ++s) {
+    const Range keys = split_keys(t, S, s);
+    const Range tiles{s * t.Tc() / S, (s + 1) * t.Tc() / S};
+    std::string line = fmt::format("  {:<6} {:<16} {:<10}", s, ui::range(keys), ui::range(tiles));
+    for (index_t q = 0; q < shown_r; ++q)
+      line += fmt::format(" {:>12}", L_text(double(r.L_part[std::size_t(s * n + q)])));
+    ui::result_raw(line + "\n");
+  }
+  if (shown_s < S || shown_r < n) ui::result(Msg::decode_shown, shown_s, S, shown_r, n);
+}
+
+template <class T>
+void print_merge(const DecodeOptions& o, const SplitKvResult<T>& r) {
+  const index_t S = r.splits, n = o.n, shown_s = std::min(S, kShownSplits);
+  ui::result_section(ui::tr(Msg::decode_merge_title));
+  for (index_t q = 0; q < std::min(n, kShownRows); ++q) {
+    const T* L_s = r.L_part.data() + q;  // head 0, row q: split s at L_s[s * n]
+    const RowState<T> state = merge_lse(L_s, S, n);
+    const T L = r.L[std::size_t(q)];
+    if (is_neg_inf(L)) {
+      ui::result(Msg::decode_merge_empty, q);
+      continue;
+    }
+    std::string ls, ws;
+    double sum = 0;
+    for (index_t s = 0; s < S; ++s) {
+      const T w = split_weight(L_s[s * n], L);
+      sum += double(w);
+      if (s >= shown_s) continue;
+      ls += fmt::format("{:>9}", L_text(double(L_s[s * n])));
+      ws += fmt::format("{:>9}", ui::fixed(double(w), 4));
+    }
+    if (shown_s < S) ls += " …", ws += " …";
+    ui::result(Msg::decode_merge_L_s, q, ls);
+    ui::result(Msg::decode_merge_w, ws);
+    ui::result(Msg::decode_merge_L, L_text(double(state.m)), ui::fixed(double(state.l), 4),
+               L_text(double(L)), S, ui::fixed(sum, 4));
+  }
+}
+
+void print_verdicts(const DecodeOptions& o, const Checked& c, Precision p) {
+  ui::result_section(
+      ui::tr(Msg::against_reference, p == Precision::fp64 ? ui::tr(Msg::reference_wide) : "fp64"));
+  std::string heads;
+  for (index_t head : checked_heads(o)) heads += (heads.empty() ? "" : ", ") + std::to_string(head);
+  ui::result(Msg::decode_checked, heads);
+  ui::result(Msg::error_line, "|O - O_ref|", ui::sci(c.O.err), ui::verdict_text(p, c.O));
+  ui::result(Msg::error_line, "|L - L_ref|", ui::sci(c.L.err), ui::verdict_text(p, c.L));
+}
+
+std::string ms_text(double ms) {
+  return fmt::format("{:.3f}", ms);
+}
+std::string gbps_text(double gbps) {
+  return fmt::format("{:.1f}", gbps);
+}
+
+void print_timing(const DecodeOptions& o, const SplitPlan& plan, const Timing& t) {
+  ui::result_section(ui::tr(Msg::decode_timing_title, o.reps, plan.workers, format_bytes(t.bytes)));
+  ui::result(plan.forced ? Msg::decode_time_forced : Msg::decode_time_split, plan.splits,
+             ms_text(t.split.median_ms), gbps_text(t.gbps(t.split)));
+  if (plan.splits == 1)
+    ui::result(Msg::decode_time_same, plan.workers, plan.units);
+  else
+    ui::result(Msg::decode_time_single, ms_text(t.single.median_ms), gbps_text(t.gbps(t.single)),
+               t.single.median_ms / t.split.median_ms);
+  ui::result(Msg::decode_read, format_bytes(t.read.bytes), plan.workers, ms_text(t.read.median_ms),
+             gbps_text(t.read.gbps));
+  ui::result(Msg::decode_read_ratio, 100 * t.gbps(t.split) / t.read.gbps,
+             100 * t.gbps(t.single) / t.read.gbps);
+}
+
+template <class T>
+void emit_json(const DecodeOptions& o, const SplitPlan& plan, const SplitKvResult<T>& r,
+               const Checked& c, const Timing& t) {
+  const Tiling tiling = decode_tiling(o.shape());
+  const index_t S = r.splits, n = o.n, rows = std::min(n, kJsonRows);
+  for (index_t s = 0; s < S; ++s) {
+    const Range keys = split_keys(tiling, S, s);
+    nlohmann::json L = nlohmann::json::array(), w = nlohmann::json::array();
+    for (index_t q = 0; q < rows; ++q) {
+      const T L_s = r.L_part[std::size_t(s * n + q)];
+      L.push_back(ui::number(double(L_s)));
+      w.push_back(double(split_weight(L_s, r.L[std::size_t(q)])));
+    }
+    nlohmann::json j = {
+        {"event", "decode_split"},
+        {"split", s},
+        {"keys", ui::json_range(keys)},
+        {"tiles", ui::json_range(Range{s * tiling.Tc() / S, (s + 1) * tiling.Tc() / S})},
+        {"L", L},
+        {"weight", w}};
+    ui::out() << j.dump() << "\n";
+  }
+  nlohmann::json L = nlohmann::json::array();
+  for (index_t q = 0; q < rows; ++q) L.push_back(ui::number(double(r.L[std::size_t(q)])));
+  const Precision p = precision_of<T>();
+  nlohmann::json j = {{"event", "result"},
+                      {"subcommand", "decode"},
+                      {"b", o.b},
+                      {"h", o.h},
+                      {"n", o.n},
+                      {"m", o.m},
+                      {"d", o.d},
+                      {"dtype", precision_name(p)},
+                      {"causal", o.causal},
+                      {"align", o.align == CausalAlign::top_left ? "top-left" : "bottom-right"},
+                      {"scale", o.params().scale_for(o.d)},
+                      {"Br", tiling.Br},
+                      {"Bc", tiling.Bc},
+                      {"Tc", tiling.Tc()},
+                      {"threads", plan.workers},
+                      {"units", plan.units},
+                      {"max_splits", plan.max_splits},
+                      {"splits", plan.splits},
+                      {"forced", plan.forced},
+                      {"efficiency", plan.efficiency[std::size_t(plan.splits - 1)]},
+                      {"best_efficiency", plan.best},
+                      {"L", L},
+                      {"reference", p == Precision::fp64 ? "long double" : "fp64"},
+                      {"heads_checked", checked_heads(o)},
+                      {"reps", o.reps},
+                      {"kv_bytes", t.bytes},
+                      {"median_ms", t.split.median_ms},
+                      {"gbps", t.gbps(t.split)},
+                      {"median_ms_unsplit", t.single.median_ms},
+                      {"gbps_unsplit", t.gbps(t.single)},
+                      {"speedup", t.single.median_ms / t.split.median_ms},
+                      {"read_ms", t.read.median_ms},
+                      {"read_gbps", t.read.gbps},
+                      {"of_read", t.gbps(t.split) / t.read.gbps}};
+  for (const auto& [name, v] : {std::pair{"O", c.O}, std::pair{"L", c.L}}) {
+    const std::string x(name);
+    j["err_" + x] = ui::number(v.err);
+    j["naive_" + x] = ui::number(v.naive);
+    j["bound_" + x] = ui::number(v.bound);
+    j["verdict_" + x] = ui::outcome_id(v.outcome);
+  }
+  j["pass"] = c.O.pass() && c.L.pass();
+  ui::out() << j.dump() << "\n";
+}
+
+template <class T>
+void run_decode_as(const DecodeOptions& o, const SplitPlan& plan) {
+  bench::Case c;
+  c.b = o.b, c.h = o.h, c.n = o.n, c.m = o.m, c.d = o.d, c.seed = o.seed;
+  c.precision = precision_of<T>();
+  const bench::Arrays<T> a = bench::random_arrays<T>(c);
+  SplitKvResult<T> r;
+  split_kv_forward(o.shape(), o.params(), plan.splits, o.workers(), a.Q.data(), a.K.data(),
+                   a.V.data(), r);
+  const Checked checked = check(o, a, r);
+  const Timing timing = time_runs(o, plan, a, r);
+  if (ui::settings().json) {
+    emit_json(o, plan, r, checked, timing);
+  } else {
+    print_problem(o, precision_name(c.precision));
+    print_plan(o, plan);
+    print_splits(o, r);
+    print_merge(o, r);
+    print_verdicts(o, checked, c.precision);
+    print_timing(o, plan, timing);
+  }
+  if (!checked.O.pass() || !checked.L.pass()) throw Error(kCheckFailed, ui::tr(Msg::decode_failed));
+}
+
+void run_decode(const DecodeOptions& o) {
+  const SplitPlan plan = plan_for(o);  // a --splits too large: refused before any work
+  const bool wide = o.dtype == DType::fp64;
+  ensure_fits(bytes_needed(o, plan.splits, wide ? 8 : 4, wide ? sizeof(long double) : 8),
+              ui::tr(Msg::decode_memory_what));
+  ensure_threads(o.workers());
+  wide ? run_decode_as<double>(o, plan) : run_decode_as<float>(o, plan);
+}
+
+}  // namespace
+
+void setup_decode(CLI::App& app) {
+  auto o = std::make_shared<DecodeOptions>();
+  CLI::App* sub = app.add_subcommand("decode", ui::tr(Msg::decode_help));
+  const index_t big = index_t(1) << 24;
+  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
+  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
+  add_count(sub, "--n", o->n, ui::tr(Msg::decode_opt_n), big);
+  add_count(sub, "--m", o->m, ui::tr(Msg::decode_opt_m), big);
+  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  add_count(sub, "--splits", o->splits, ui::tr(Msg::decode_opt_splits), big)->default_str("auto");
+  add_count(sub, "--threads", o->threads, ui::tr(Msg::decode_opt_threads), 1024)
+      ->default_str("all");
+  add_choice<DType>(
+      sub, "--dtype", o->dtype,
+      {{"fp32", DType::fp32}, {"fp64", DType::fp64}, {"f32", DType::fp32}, {"f64", DType::fp64}},
+      ui::tr(Msg::decode_opt_dtype))
+      ->default_str("fp32");
+  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_choice<CausalAlign>(
+      sub, "--causal-align", o->align,
+      {{"bottom-right", CausalAlign::bottom_right}, {"top-left", CausalAlign::top_left}},
+      ui::tr(Msg::decode_opt_align))
+      ->default_str("bottom-right")
+      ->each([o](const std::string&) {
+        o->causal_implied = o->causal_implied || !o->causal;
+        o->causal = true;
+      });
+  add_seed(sub, o->seed);
+  add_finite(sub, "--scale", o->scale, ui::tr(Msg::opt_scale));
+  add_count(sub, "--reps", o->reps, ui::tr(Msg::decode_opt_reps), 100000);
+  sub->footer(ui::tr(Msg::decode_examples));
+  sub->callback([o] { run_decode(*o); });
+}
+
+}  // namespace fd::demos

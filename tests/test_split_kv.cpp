@@ -1,0 +1,246 @@
+// test_split_kv.cpp — split-KV attention (split_kv.hpp) and its merge (online_softmax.hpp:
+// merge_lse, split_weight, merge_splits): the merge against the unsplit result; every S from 1 to
+// the number of key tiles by the 2x rule; rows that see no key; causal in both alignments; several
+// rows and heads, m not a multiple of Bc; the same bits on any number of threads; the plan.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include "flashdemo/compare.hpp"
+#include "flashdemo/flash_forward.hpp"
+#include "flashdemo/online_softmax.hpp"
+#include "flashdemo/random.hpp"
+#include "flashdemo/reference.hpp"
+#include "flashdemo/split_kv.hpp"
+
+using namespace fd;
+
+namespace {
+
+template <class T>
+struct Problem {
+  DecodeShape s;
+  AttnParams p;
+  TileSizes tiles;
+  std::vector<T> Q, K, V;
+};
+
+template <class T>
+Problem<T> draw(DecodeShape s, AttnParams p, TileSizes tiles, std::uint32_t seed = 3) {
+  TorchGenerator gen(seed);
+  auto take = [&](index_t count) {
+    const std::vector<double> x = gen.randn(count);
+    return std::vector<T>(x.begin(), x.end());
+  };
+  Problem<T> pr{s, p, tiles, {}, {}, {}};
+  pr.Q = take(s.heads * s.n * s.d), pr.K = take(s.heads * s.m * s.d);
+  pr.V = take(s.heads * s.m * s.d);
+  return pr;
+}
+
+template <class T>
+SplitKvResult<T> run(const Problem<T>& pr, index_t S, index_t threads = 2) {
+  SplitKvResult<T> r;
+  split_kv_forward(pr.s, pr.p, S, threads, pr.Q.data(), pr.K.data(), pr.V.data(), r, pr.tiles);
+  return r;
+}
+
+template <class T>
+Mat<T> head_matrix(const std::vector<T>& x, index_t head, index_t rows, index_t cols) {
+  return Eigen::Map<const Mat<T>>(x.data() + head * rows * cols, rows, cols);
+}
+
+// The rule on O and L of every head, against the reference in the wider type.
+template <class T>
+void require_rule(const Problem<T>& pr, const SplitKvResult<T>& r) {
+  using W = wider_t<T>;
+  const auto [H, n, m, d] = pr.s;
+  for (index_t head = 0; head < H; ++head) {
+    const Mat<T> Q = head_matrix(pr.Q, head, n, d), K = head_matrix(pr.K, head, m, d),
+                 V = head_matrix(pr.V, head, m, d);
+    const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
+    const auto ref = reference_forward<W>(Qw, Kw, Vw, pr.p);
+    const auto naive = reference_forward<T>(Q, K, V, pr.p);
+    const auto R = reference_magnitudes<W>(Qw, Kw, Vw, {}, ref, pr.p);
+    const Mat<T> O = head_matrix(r.O, head, n, d);
+    const Vec<T> L = Eigen::Map<const Vec<T>>(r.L.data() + head * n, n);
+    INFO("head " << head << ", S = " << r.splits);
+    CHECK(judge(precision_of<T>(), O, ref.O, naive.O, R.O).pass());
+    CHECK(judge(precision_of<T>(), L, ref.L, naive.L, R.L).pass());
+  }
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("merge_splits: two normalized parts make the whole, with -inf guards", T, float,
+                   double) {
+  // Part a: L_a = log 1, O_a = (1, 0); part b: L_b = log 3, O_b = (0, 1). The whole has
+  // L = log 4 and O = (1/4, 3/4).
+  const T O[] = {1, 0, 0, 1};
+  const T L[] = {T(0), T(std::log(3.0))};
+  T o[2];
+  const T L_all = merge_splits(O, 2, L, 1, 2, 2, o);
+  CHECK(double(L_all) == doctest::Approx(std::log(4.0)).epsilon(1e-6));
+  CHECK(double(o[0]) == doctest::Approx(0.25).epsilon(1e-6));
+  CHECK(double(o[1]) == doctest::Approx(0.75).epsilon(1e-6));
+  // merge_lse is merge() of the states (L_s, 1): the same m and l.
+  const RowState<T> a{L[0], T(1)}, b{L[1], T(1)};
+  const RowState<T> two = merge(a, b), all = merge_lse(L, 2, 1);
+  CHECK(two.m == all.m);
+  CHECK(double(two.l) == doctest::Approx(double(all.l)).epsilon(1e-7));
+  // A part that saw no key: weight 0, its O never read (NaN there changes nothing).
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T O2[] = {nan, nan, T(2), T(5)};
+  const T L2[] = {neg_inf<T>(), T(1.5)};
+  CHECK(merge_splits(O2, 2, L2, 1, 2, 2, o) == T(1.5));
+  CHECK(o[0] == T(2));
+  CHECK(o[1] == T(5));
+  CHECK(split_weight(neg_inf<T>(), T(1.5)) == T(0));
+  // No part saw a key: O = 0, L = -inf, no NaN.
+  const T L3[] = {neg_inf<T>(), neg_inf<T>()};
+  CHECK(is_neg_inf(merge_splits(O2, 2, L3, 1, 2, 2, o)));
+  CHECK(o[0] == T(0));
+  CHECK(o[1] == T(0));
+}
+
+TEST_CASE_TEMPLATE("every S from 1 to Tc: the rule against the reference, close to S = 1", T, float,
+                   double) {
+  // 2 heads x 3 rows, m = 100 keys in tiles of 16 (Tc = 7, the last tile 4 keys), d = 8.
+  const Problem<T> pr = draw<T>({2, 3, 100, 8}, AttnParams{}, {2, 16});
+  REQUIRE(decode_tiling(pr.s, pr.tiles).Tc() == 7);
+  const SplitKvResult<T> one = run(pr, 1);
+  const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+  for (index_t S = 1; S <= 7; ++S) {
+    const SplitKvResult<T> r = run(pr, S);
+    CHECK(r.splits == S);
+    require_rule(pr, r);
+    for (std::size_t k = 0; k < r.O.size(); ++k) CHECK(std::abs(r.O[k] - one.O[k]) <= tol);
+    for (std::size_t k = 0; k < r.L.size(); ++k) CHECK(std::abs(r.L[k] - one.L[k]) <= tol);
+  }
+  CHECK_THROWS_AS(run(pr, 8), std::invalid_argument);
+  CHECK_THROWS_AS(run(pr, 0), std::invalid_argument);
+}
+
+TEST_CASE_TEMPLATE("S = 1 is the teaching forward, bit for bit", T, float, double) {
+  const Problem<T> pr =
+      draw<T>({2, 5, 70, 6}, AttnParams{true, CausalAlign::bottom_right, {}}, {2, 16});
+  const SplitKvResult<T> r = run(pr, 1);
+  for (index_t head = 0; head < 2; ++head) {
+    const auto f = flash_forward(head_matrix(pr.Q, head, 5, 6), head_matrix(pr.K, head, 70, 6),
+                                 head_matrix(pr.V, head, 70, 6), pr.p, pr.tiles);
+    for (index_t q = 0; q < 5; ++q) {
+      CHECK(r.L[std::size_t(head * 5 + q)] == f.L(q));
+      for (index_t x = 0; x < 6; ++x) CHECK(r.O[std::size_t((head * 5 + q) * 6 + x)] == f.O(q, x));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("rows that see no key: O = 0, L = -inf for every S, no NaN", T, float, double) {
+  // Bottom-right with n = 5 > m = 3: rows 0 and 1 see no key; keys in tiles of 1 (Tc = 3).
+  const Problem<T> pr =
+      draw<T>({1, 5, 3, 4}, AttnParams{true, CausalAlign::bottom_right, {}}, {4, 1});
+  for (index_t S = 1; S <= 3; ++S) {
+    const SplitKvResult<T> r = run(pr, S);
+    for (index_t q = 0; q < 2; ++q) {
+      CHECK(is_neg_inf(r.L[std::size_t(q)]));
+      for (index_t x = 0; x < 4; ++x) CHECK(r.O[std::size_t(q * 4 + x)] == T(0));
+    }
+    for (T v : r.O) CHECK_FALSE(std::isnan(v));
+    require_rule(pr, r);
+  }
+}
+
+TEST_CASE_TEMPLATE("causal, both alignments, several rows and heads: every S by the rule", T, float,
+                   double) {
+  for (CausalAlign align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+    // top-left with n = 4 << m: each row sees 1 .. 4 keys, every split but the first is empty.
+    const Problem<T> pr = draw<T>({3, 4, 50, 5}, AttnParams{true, align, {}}, {3, 8});
+    const index_t Tc = decode_tiling(pr.s, pr.tiles).Tc();
+    REQUIRE(Tc == 7);
+    for (index_t S = 1; S <= Tc; ++S) {
+      INFO("align " << (align == CausalAlign::top_left ? "top-left" : "bottom-right"));
+      const SplitKvResult<T> r = run(pr, S);
+      require_rule(pr, r);
+      if (align == CausalAlign::top_left && S > 1)  // split 1 starts at key >= 7: no row sees it
+        for (index_t q = 0; q < 4; ++q) CHECK(is_neg_inf(r.L_part[std::size_t(1 * 4 + q)]));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("a given S gives the same bits on 1, 2, 3 or 7 threads", T, float, double) {
+  const Problem<T> pr =
+      draw<T>({3, 5, 200, 8}, AttnParams{true, CausalAlign::bottom_right, {}}, {2, 16});
+  for (index_t S : {1, 4, 13}) {
+    const SplitKvResult<T> base = run(pr, S, 1);
+    for (index_t threads : {2, 3, 7}) {
+      const SplitKvResult<T> r = run(pr, S, threads);
+      INFO("S = " << S << ", threads " << threads);
+      CHECK(same_bits(r.O, base.O));
+      CHECK(same_bits(r.L, base.L));
+      CHECK(same_bits(r.L_part, base.L_part));
+    }
+  }
+}
+
+TEST_CASE("the plan: the smallest S within 85% of the best efficiency, at most Tc and 128") {
+  CHECK(split_efficiency(3, 1, 2) == 0.75);
+  CHECK(split_efficiency(1, 3, 2) == 0.75);
+  CHECK(split_efficiency(5, 3, 16) == 15.0 / 16);
+  struct Case {
+    index_t units, workers, key_tiles, splits;
+  };
+  const Case cases[] = {
+      {1, 1, 512, 1},      // one worker: nothing to gain
+      {1, 2, 512, 2},      // one head, two threads: 50% -> 100%
+      {3, 2, 512, 2},      // 75% is below 85% of 100%
+      {8, 2, 512, 1},      // enough units already
+      {5, 16, 512, 3},     // 15 of 16 workers busy: 94% >= 85%
+      {1, 16, 512, 14},    // 14 / 16 = 87.5% is the first within 85%
+      {1, 16, 4, 4},       // only 4 key tiles: the best is 4 splits (25%)
+      {1, 256, 512, 109},  // the cap of 128 splits: best 50%, 109 / 256 >= 42.5%
+      {2, 2, 1, 1},        // one key tile: one split
+  };
+  for (const Case& c : cases) {
+    INFO("units " << c.units << ", workers " << c.workers << ", tiles " << c.key_tiles);
+    const SplitPlan plan = plan_splits(c.units, c.workers, c.key_tiles);
+    CHECK(plan.splits == c.splits);
+    CHECK_FALSE(plan.forced);
+    CHECK(plan.max_splits == std::min<index_t>(c.key_tiles, kMaxSplits));
+    CHECK(index_t(plan.efficiency.size()) == plan.max_splits);
+  }
+  const SplitPlan forced = forced_splits(1, 2, 10, 10);
+  CHECK(forced.splits == 10);
+  CHECK(forced.forced);
+  CHECK_THROWS_AS(forced_splits(1, 2, 10, 11), std::invalid_argument);
+  CHECK_THROWS_AS(forced_splits(1, 2, 10, 0), std::invalid_argument);
+  CHECK(decode_units({4, 33, 100, 8}, {16, 64}) == 4 * 3);
+}
+
+TEST_CASE("split_keys covers the keys in order, every split at least one tile; kv_bytes") {
+  const Tiling t = decode_tiling({1, 1, 1000, 4}, {16, 128});  // Tc = 8, the last tile 104 keys
+  for (index_t S = 1; S <= t.Tc(); ++S) {
+    index_t next = 0;
+    for (index_t s = 0; s < S; ++s) {
+      const Range r = split_keys(t, S, s);
+      CHECK(r.begin == next);
+      CHECK(r.size() >= 1);
+      CHECK(r.begin % t.Bc == 0);
+      next = r.end;
+    }
+    CHECK(next == 1000);
+  }
+  const DecodeShape s{2, 1, 1000, 4};
+  CHECK(kv_bytes(s, Mask{false, CausalAlign::top_left, 1, 1000}, 4) == 2.0 * 2 * 1000 * 4 * 4);
+  CHECK(kv_bytes(s, Mask{true, CausalAlign::top_left, 1, 1000}, 4) == 2.0 * 2 * 1 * 4 * 4);
+  CHECK(kv_bytes(s, Mask{true, CausalAlign::bottom_right, 1, 1000}, 8) == 2.0 * 2 * 1000 * 4 * 8);
+}
