@@ -34,7 +34,9 @@ void run_info() {
   ui::result(Msg::info_build, FLASHDEMO_VERSION, compiler(), FLASHDEMO_BUILD_TYPE, __cplusplus);
   ui::result(Msg::info_simd, threads, Eigen::SimdInstructionSetsInUse());
   if (g.built)
-    ui::result(Msg::info_cuda_on, g.runtime_version, g.driver_version, FLASHDEMO_CUDA_ARCHS);
+    ui::result(Msg::info_cuda_on, g.runtime_version,
+               g.driver_version.empty() ? ui::tr(Msg::info_driver_none) : g.driver_version,
+               FLASHDEMO_CUDA_ARCHS);
   else
     ui::result(Msg::info_cuda_off);
   if (g.present)

@@ -33,7 +33,7 @@ struct GpuInfo {
   NoGpu absent = NoGpu::none;
   int sms = 0, cc_major = 0, cc_minor = 0;
   std::size_t smem_per_block = 0, global_bytes = 0;
-  std::string runtime_version, driver_version;
+  std::string runtime_version, driver_version;  // driver_version empty: no driver
 };
 
 GpuInfo gpu_info();

@@ -96,7 +96,8 @@ GpuInfo gpu_info() {
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
   g.runtime_version = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
-  g.driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+  if (driver)  // 0: no driver answered (the message says "none" then)
+    g.driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
     g.absent = driver == 0                                  ? NoGpu::no_driver
