@@ -11,7 +11,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
+#include <memory>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "ladder.hpp"
 #include "memory.hpp"
 #include "softmax.hpp"
+#include "ui/format.hpp"
 #include "ui/output.hpp"
 #include "walkthrough.hpp"
 
@@ -203,10 +206,48 @@ int failed(int code, const std::string& message) {
   return fail(code, message);
 }
 
+// --help within 100 columns: a subcommand's description wrapped at 100, option descriptions at
+// the 70 columns right of CLI11's 30-column name field (CLI11 indents each line after a newline
+// to that field itself).
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    return wrapped(CLI::Formatter::make_option_desc(opt));
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {  // the list in --help
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true), wrapped(sub->get_description()),
+                             get_column_width());
+    return out.str();
+  }
+  std::string make_description(const CLI::App* app) const override {  // the line under Usage
+    const std::string text = CLI::Formatter::make_description(app);
+    std::string out, line;
+    for (char c : text) {
+      if (c != '\n') {
+        line += c;
+        continue;
+      }
+      out += line.empty() ? "\n" : fd::ui::wrap(line, 100, "", "");
+      line.clear();
+    }
+    return out + line;
+  }
+
+ private:
+  static constexpr std::size_t kWidth = 100 - 30;
+  static std::string wrapped(const std::string& description) {
+    std::string text = fd::ui::wrap(description, kWidth, "", "");
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
+};
+
 int parse_and_run(int argc, char** argv) {
   fd::ui::settings() = fd::ui::Settings{};  // a fresh start for every run, not only the first
   fd::ui::set_lang(fd::ui::detect_lang(argc, argv));
   CLI::App app{tr(Msg::app_help), "flashdemo"};
+  app.formatter(std::make_shared<WrappingFormatter>());  // the subcommands inherit it
   app.set_version_flag("--version", std::string("flashdemo ") + FLASHDEMO_VERSION);
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand: flashdemo forward --lang zh

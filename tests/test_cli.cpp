@@ -1490,7 +1490,8 @@ TEST_CASE("every subcommand's --help shows its own examples, in English and Chin
   }
 }
 
-// The words of the "Subcommands:" section of the top-level --help.
+// The names of the "Subcommands:" section of the top-level --help (a name line starts with two
+// spaces; a wrapped description continues on lines indented further).
 std::vector<std::string> listed_subcommands() {
   std::vector<std::string> out;
   bool in = false;
@@ -1499,7 +1500,7 @@ std::vector<std::string> listed_subcommands() {
       in = true;
     else if (in && line.empty())
       break;
-    else if (in)
+    else if (in && line.rfind("   ", 0) != 0)
       out.push_back(words(line)[0]);
   }
   return out;
