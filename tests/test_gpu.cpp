@@ -254,31 +254,32 @@ TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
 
 TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile math)") {
   for (Impl impl : {Impl::simt, Impl::tc, Impl::mma})
-    for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
-      const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
-      const Case c{1, 1, 150, 100, 64, 64, 64};
-      const Heads<float> in = random_heads<float>(c, 5);
-      const AttnParams p{true, align, {}};
-      const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
-                               v = rounded(in.V, prec);
-      const Mat<float> Q = head(q, 0, 150, 64), K = head(k, 0, 100, 64), V = head(v, 0, 100, 64);
-      Flatten cpu, gpu;
-      flash_forward(Q, K, V, p, cuda::kernel_tiles(impl, 64), &cpu, Variant{prec, Mistake::none});
-      std::vector<float> O(q.size()), L(150);
-      cuda::KernelTrace trace;
-      cuda::forward<float>({1, 1, 150, 100, 64}, p, cuda::kernel_tiles(impl, 64),
-                           Variant{prec, Mistake::none}, impl, q.data(), k.data(), v.data(),
-                           O.data(), L.data(), nullptr, &trace);
-      cuda::replay(trace, p.mask_for(150, 100), std::vector<double>(L.begin(), L.end()), gpu);
-      INFO(impl_name(impl) << " align " << int(align));
-      REQUIRE(cpu.v.size() == gpu.v.size());
-      int off = 0;
-      for (std::size_t x = 0; x < cpu.v.size(); ++x)  // sums in another order: fp32 rounding
-        if (!(abs_error(gpu.v[x], cpu.v[x]) <= 2e-5 * std::max(1.0, std::abs(cpu.v[x]))) &&
-            ++off <= 5)
-          MESSAGE("value " << x << ": gpu " << gpu.v[x] << ", cpu " << cpu.v[x]);
-      CHECK(off == 0);
-    }
+    for (index_t d : {64, 128})
+      for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+        const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
+        const Case c{1, 1, 150, 100, d, 64, 64};
+        const Heads<float> in = random_heads<float>(c, 5);
+        const AttnParams p{true, align, {}};
+        const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
+                                 v = rounded(in.V, prec);
+        const Mat<float> Q = head(q, 0, 150, d), K = head(k, 0, 100, d), V = head(v, 0, 100, d);
+        Flatten cpu, gpu;
+        flash_forward(Q, K, V, p, cuda::kernel_tiles(impl, d), &cpu, Variant{prec, Mistake::none});
+        std::vector<float> O(q.size()), L(150);
+        cuda::KernelTrace trace;
+        cuda::forward<float>({1, 1, 150, 100, d}, p, cuda::kernel_tiles(impl, d),
+                             Variant{prec, Mistake::none}, impl, q.data(), k.data(), v.data(),
+                             O.data(), L.data(), nullptr, &trace);
+        cuda::replay(trace, p.mask_for(150, 100), std::vector<double>(L.begin(), L.end()), gpu);
+        INFO(impl_name(impl) << " d " << d << " align " << int(align));
+        REQUIRE(cpu.v.size() == gpu.v.size());
+        int off = 0;
+        for (std::size_t x = 0; x < cpu.v.size(); ++x)  // sums in another order: fp32 rounding
+          if (!(abs_error(gpu.v[x], cpu.v[x]) <= 2e-5 * std::max(1.0, std::abs(cpu.v[x]))) &&
+              ++off <= 5)
+            MESSAGE("value " << x << ": gpu " << gpu.v[x] << ", cpu " << cpu.v[x]);
+        CHECK(off == 0);
+      }
 }
 
 TEST_CASE("deterministic mode is bit-reproducible") {

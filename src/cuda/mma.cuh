@@ -1,16 +1,18 @@
 // mma.cuh — the tensor-core rungs `tc` and `mma`: FlashAttention-2's forward with bf16/fp16
 // inputs and fp32 accumulation, on mma.sync.m16n8k16 (ptx.cuh).
 //
-// Block (i, head), 4 warps, Br = 64 kM query rows, key tiles of Bc = 64; warp w owns 16 kM rows
-// of the tile in kM fragments of 16, and each lane the rows g and g + 8 of each (g = lane / 4):
+// Block (i, head), 4 warps, Br = 64 kM query rows, key tiles of Bc = 64; warp w owns 16 kM
+// rows of the tile in kM fragments of 16, and each lane the rows g and g + 8 of each (g = lane /
+// 4):
 //   Q_i -> shared (-> registers as A fragments once, when they fit: kM d <= 128)
 //   for each key tile j not wholly masked (j < J_i):
 //     S = Q_i K_j^T                  mma: B fragments of K by ldmatrix (K's rows are S's columns);
 //                                    each B fragment feeds the warp's kM row fragments
-//     S2 = S * scale * log2(e)       (-inf where masked: only on the diagonal and ragged tiles)
-//     m2_new = max(m2, rowmax S2)    4 lanes hold a row: two shuffles
-//     P = exp2(S2 - m2_new), l = alpha l + rowsum P, O = alpha O       (online_softmax.hpp;
-//                                    ex2.approx, and O left alone when no row's max moved)
+//     S = -inf where masked           (only on the diagonal and ragged tiles)
+//     m2_new = max(m2, rowmax(S) c)  c = scale log2(e); 4 lanes hold a row: two shuffles
+//     P = exp2(S c - m2_new), l = alpha l + rowsum P, O = alpha O       (online_softmax.hpp;
+//                                    one fma and ex2.approx per element, and O left alone
+//                                    when no row's max moved)
 //     O += P V_j                     P's C fragments are already the A fragments of this product:
 //                                    rounded to bf16/fp16 in registers, never written to memory;
 //                                    V's B fragments by ldmatrix.trans
@@ -95,7 +97,7 @@ __device__ inline void record_tile(const TcArgs<E>& a, index_t i, index_t j, int
   }
 }
 
-template <class E, int D, bool Async, int kM>
+template <class E, int D, bool Async, int kM, bool kTrace>
 __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> a) {
   constexpr int Br = 64 * kM, Bc = kTcBc, kStages = Async ? 2 : 1, kRows = 16 * kM;
   constexpr bool kQInRegisters = kM * D <= 128;
@@ -112,7 +114,7 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
   const E* V = a.V + head * a.m * D;
   const index_t J = computed_key_tiles(a.tiling, a.mask, i);
   const index_t F = full_key_tiles(a.tiling, a.mask, i);
-  const bool tracing = a.trace.computed && head == 0;
+  const bool tracing = kTrace && head == 0;  // kTrace: its own kernel, none of this in the fast one
 
   load_tile<D, Br, Async>(sQ, Q + q0 * D, a.n - q0);
   if constexpr (Async) {
@@ -188,10 +190,6 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
     float m_old[kM][2], alpha[kM][2];
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi) {
-#pragma unroll
-      for (int nb = 0; nb < Bc / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mi][nb][e] *= a.scale2;
       if (edge) {  // the diagonal or the last keys: -inf where masked (uniform over the block)
         const index_t row0 = q0 + warp * kRows + mi * 16 + g;
 #pragma unroll
@@ -206,12 +204,13 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       float shift[2], rowsum[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = st[mi].m2[r];
+        float mx = neg_inf<float>();  // of S unscaled, this lane's keys
 #pragma unroll
         for (int nb = 0; nb < Bc / 8; ++nb)
           mx = fmaxf(mx, fmaxf(s[mi][nb][2 * r], s[mi][nb][2 * r + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx = fmaxf(st[mi].m2[r], mx * a.scale2);  // max(S) scale2 = max(S scale2): monotone
         m_old[mi][r] = st[mi].m2[r];
         alpha[mi][r] = rescale_factor2(st[mi].m2[r], mx);
         moved |= alpha[mi][r] != 1.0f;
@@ -222,11 +221,17 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       for (int nb = 0; nb < Bc / 8; ++nb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[mi][nb][e] = ptx::exp2_approx(s[mi][nb][e] - shift[e >> 1]);  // P, unrounded
-          rowsum[e >> 1] += s[mi][nb][e];                                 // l sums it so
+          s[mi][nb][e] = ptx::exp2_approx(fmaf(s[mi][nb][e], a.scale2, -shift[e >> 1]));  // P
+          rowsum[e >> 1] += s[mi][nb][e];  // l sums it so
         }
 #pragma unroll
       for (int r = 0; r < 2; ++r) st[mi].l[r] = alpha[mi][r] * st[mi].l[r] + rowsum[r];
+    }
+    if (tracing) {  // here, so that m_old and alpha need not live through P V
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi)
+        record_tile(a, i, j, warp * kRows + mi * 16 + g, m_old[mi], st[mi], alpha[mi]);
+      if (threadIdx.x == 0) a.trace.computed[i * a.tiling.Tc() + j] = 1;
     }
     // O = alpha O, skipped by the whole warp when no max of its rows moved (alpha = 1): once
     // the running maxima settle, most tiles change none, and d / 2 multiplies per lane are saved.
@@ -239,7 +244,6 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
           for (int e = 0; e < 4; ++e) o[mi][nb][e] *= alpha[mi][e >> 1];
 
 #pragma unroll
-
     for (int kt = 0; kt < Bc / 16; ++kt) {  // O += P V_j, P rounded to E as the A operand
       std::uint32_t p[kM][4];
 #pragma unroll
@@ -261,12 +265,6 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
           ptx::mma_16816<E>(o[mi][2 * nb + 1], p[mi], b[2], b[3]);
         }
       }
-    }
-    if (tracing) {
-#pragma unroll
-      for (int mi = 0; mi < kM; ++mi)
-        record_tile(a, i, j, warp * kRows + mi * 16 + g, m_old[mi], st[mi], alpha[mi]);
-      if (threadIdx.x == 0) a.trace.computed[i * a.tiling.Tc() + j] = 1;
     }
     if constexpr (Async) __syncthreads();  // before the next copy overwrites this buffer
   }

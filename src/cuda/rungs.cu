@@ -123,9 +123,16 @@ void launch_tc(const DeviceProblem<E>& p) {
   const TcArgs<E> a{p.Q.ptr, p.K.ptr,  p.V.ptr, p.O.ptr,  p.L.ptr,       p.s.n,
                     p.s.m,   p.tiling, p.mask,  p.scale2, p.trace.view()};
   constexpr std::size_t bytes = tc_smem_bytes<D, Async, kM>();
-  allow_smem(tc_forward_kernel<E, D, Async, kM>, bytes);
   const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
-  tc_forward_kernel<E, D, Async, kM><<<grid, kTcThreads, bytes>>>(a);
+  // The tracing kernel is its own instance: none of its code, and no register, in the fast one.
+  auto run = [&](auto kernel) {
+    allow_smem(kernel, bytes);
+    kernel<<<grid, kTcThreads, bytes>>>(a);
+  };
+  if (a.trace.computed)
+    run(tc_forward_kernel<E, D, Async, kM, true>);
+  else
+    run(tc_forward_kernel<E, D, Async, kM, false>);
 }
 
 template <int D>
@@ -133,9 +140,15 @@ void launch_simt(const DeviceProblem<float>& p) {
   const SimtArgs a{p.Q.ptr, p.K.ptr,  p.V.ptr, p.O.ptr,  p.L.ptr,       p.s.n,
                    p.s.m,   p.tiling, p.mask,  p.scale2, p.trace.view()};
   constexpr std::size_t bytes = simt_smem_bytes<D>();
-  allow_smem(simt_forward_kernel<D>, bytes);
   const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
-  simt_forward_kernel<D><<<grid, SimtShape::kThreads, bytes>>>(a);
+  auto run = [&](auto kernel) {  // the tracing kernel is its own instance, as in launch_tc
+    allow_smem(kernel, bytes);
+    kernel<<<grid, SimtShape::kThreads, bytes>>>(a);
+  };
+  if (a.trace.computed)
+    run(simt_forward_kernel<D, true>);
+  else
+    run(simt_forward_kernel<D, false>);
 }
 
 // One forward of the problem's rung: the one switch from (rung, d) to a compiled kernel.

@@ -3,10 +3,12 @@
 // Block (i, head), 256 threads, Br = Bc = 64. Thread (rg, cg) = (tid / 16, tid % 16) owns
 //   rows 4 rg .. 4 rg + 3 of the tile, S columns 4 cg .. 4 cg + 3: a 4 x 4 block of S_ij in
 //   registers, and O columns 4 cg + 64 u .. + 3 (u < d / 64): a 4 x d/16 block of O_i.
-// Q_i, K_j are staged transposed (Q^T, K^T: d x 64), V_j as it is, P_ij transposed, all in
-// shared memory, filled with 16-byte loads; then per tile
+// Q_i, K_j are staged transposed (Q^T, K^T: d x 64), V_j as it is (in K_j^T's place once S is
+// done: 2 blocks fit an SM at d = 128, 3 at d = 64), P_ij transposed, all in shared memory,
+// filled with 16-byte loads; then per tile
 //   S = Q_i K_j^T:   for each x < d, two float4 loads (Q^T, K^T) feed 16 fused multiply-adds
-//   S2 = S scale log2(e), -inf where masked; m2, alpha, P = exp2(S2 - m2), l   (online_softmax.hpp)
+//   S = -inf where masked; m2 = max(m2, rowmax(S) c), c = scale log2(e); alpha;
+//                    P = exp2(S c - m2) (one fma, then exp2), l     (online_softmax.hpp)
 //                    the 16 threads of a row group are one half-warp: shuffles reduce the row
 //   O = alpha O + P V_j: for each key c, one float4 of P^T and d / 64 float4s of V feed
 //                    4 d / 16 fused multiply-adds
@@ -66,14 +68,14 @@ __device__ inline float half_warp_max(float v) {
   return v;
 }
 
-template <int D>
+template <int D, bool kTrace>
 __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const SimtArgs a) {
   constexpr int Br = SimtShape::Br, Bc = SimtShape::Bc, U = D / 64, kLd = SimtShape::kLd;
   extern __shared__ float4 smem4[];
   float* sQt = reinterpret_cast<float*>(smem4);  // D x Br
-  float* sKt = sQt + D * Br;                     // D x Bc
-  float* sV = sKt + D * Bc;                      // Bc x D
-  float* sPt = sV + Bc * D;                      // Bc x kLd
+  float* sKt = sQt + D * Br;                     // D x Bc, then the same memory as V_j: Bc x D
+  float* sV = sKt;
+  float* sPt = sKt + D * Bc;  // Bc x kLd
   const int rg = threadIdx.x / 16, cg = threadIdx.x % 16;
   const index_t Tr = a.tiling.Tr();
   const index_t i = a.mask.causal ? Tr - 1 - blockIdx.x : blockIdx.x;  // longest rows first
@@ -82,15 +84,14 @@ __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const
   const float* V = a.V + head * a.m * D;
   const index_t J = computed_key_tiles(a.tiling, a.mask, i);
   const index_t F = full_key_tiles(a.tiling, a.mask, i);
-  const bool tracing = a.trace.computed && head == 0;
+  const bool tracing = kTrace && head == 0;  // kTrace: its own kernel, none of this in the fast one
   load_transposed<D>(sQt, a.Q + head * a.n * D, q0, a.n);
 
   float o[4][4 * U] = {}, m2[4], l[4] = {};
   for (int r = 0; r < 4; ++r) m2[r] = neg_inf<float>();
   for (index_t j = 0; j < J; ++j) {
-    __syncthreads();  // everyone is done with the previous K_j, V_j, P
+    __syncthreads();  // everyone is done with the previous V_j and P
     load_transposed<D>(sKt, K, j * Bc, a.m);
-    load_rows<D>(sV, V, j * Bc, a.m);
     __syncthreads();
     float s[4][4] = {};
     for (int x = 0; x < D; ++x) {
@@ -105,25 +106,26 @@ __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const
     const bool edge = j >= F || k0 + Bc > a.m;
     float m_old[4], alpha[4];
     for (int r = 0; r < 4; ++r) {
-      float mx = m2[r];
+      float mx = neg_inf<float>();  // of S unscaled: max(S) scale2 = max(S scale2), monotone
       for (int c = 0; c < 4; ++c) {
-        s[r][c] *= a.scale2;
         const index_t key = k0 + 4 * cg + c;
         if (edge && (key >= a.m || a.mask.masked(q0 + 4 * rg + r, key))) s[r][c] = neg_inf<float>();
         mx = fmaxf(mx, s[r][c]);
       }
-      mx = half_warp_max(mx);
+      mx = fmaxf(m2[r], half_warp_max(mx) * a.scale2);
       m_old[r] = m2[r], alpha[r] = rescale_factor2(m2[r], mx);
       const float shift = exp2_shift(mx);
       m2[r] = mx;
       float rowsum = 0.0f;
-      for (int c = 0; c < 4; ++c) rowsum += (s[r][c] = exp2f(s[r][c] - shift));
+      for (int c = 0; c < 4; ++c) rowsum += (s[r][c] = exp2f(fmaf(s[r][c], a.scale2, -shift)));
       l[r] = alpha[r] * l[r] + rowsum;  // this thread's part of l
       for (int x = 0; x < 4 * U; ++x) o[r][x] *= alpha[r];
     }
     for (int c = 0; c < 4; ++c)
       *reinterpret_cast<float4*>(sPt + (4 * cg + c) * kLd + 4 * rg) =
           make_float4(s[0][c], s[1][c], s[2][c], s[3][c]);
+    __syncthreads();  // everyone is done with K_j^T: V_j takes its place
+    load_rows<D>(sV, V, j * Bc, a.m);
     __syncthreads();
     for (int c = 0; c < Bc; ++c) {
       const float4 p = *reinterpret_cast<const float4*>(sPt + c * kLd + 4 * rg);
@@ -167,8 +169,8 @@ __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const
 
 template <int D>
 constexpr std::size_t simt_smem_bytes() {
-  return sizeof(float) * std::size_t(D * SimtShape::Br + D * SimtShape::Bc + SimtShape::Bc * D +
-                                     SimtShape::Bc * SimtShape::kLd);
+  return sizeof(float) *
+         std::size_t(D * SimtShape::Br + D * SimtShape::Bc + SimtShape::Bc * SimtShape::kLd);
 }
 
 }  // namespace fd::cuda
