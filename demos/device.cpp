@@ -91,6 +91,7 @@ std::string refusal(Impl impl, index_t d, Precision p) {
     case Why::d_unsupported:
       return ui::tr(ui::Msg::refuse_d, impl_name(impl), d);
     case Why::cpu_only:
+    case Why::no_backward:
       break;
   }
   return r.english;
@@ -144,8 +145,8 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
     return flash_backward(in.Q, in.K, in.V, fwd, dO, o.params(), o.tiles(), sink, o.variant());
   BackwardResult<T> g{Mat<T>(o.n, o.d), Mat<T>(o.keys(), o.d), Mat<T>(o.keys(), o.d), Vec<T>(o.n)};
   try {
-    cuda::backward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.deterministic, in.Q.data(),
-                      in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(),
+    cuda::backward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.impl, o.deterministic,
+                      in.Q.data(), in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(),
                       fwd.L_lo.size() ? fwd.L_lo.data() : nullptr, dO.data(), g.dQ.data(),
                       g.dK.data(), g.dV.data(), g.D.data());
   } catch (const cuda::CudaError& e) {
@@ -166,9 +167,9 @@ bench::Runner<T> gpu_runner(const bench::Case& c, Impl impl, bool deterministic,
                      a.V.data(), out.O.data(), out.L.data(), out.L_lo.data());
   };
   r.backward = [=, &a](bench::Outputs<T>& out) {
-    cuda::backward<T>(shape, c.params(), tiles, c.variant(), deterministic, a.Q.data(), a.K.data(),
-                      a.V.data(), out.O.data(), out.L.data(), out.L_lo.data(), a.dO.data(),
-                      out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
+    cuda::backward<T>(shape, c.params(), tiles, c.variant(), impl, deterministic, a.Q.data(),
+                      a.K.data(), a.V.data(), out.O.data(), out.L.data(), out.L_lo.data(),
+                      a.dO.data(), out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
   };
   r.device_times = [=, &a](index_t warmup, index_t reps) {
     const cuda::Pass pass = c.pass == bench::Pass::fwd ? cuda::Pass::fwd : cuda::Pass::bwd;

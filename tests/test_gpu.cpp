@@ -59,9 +59,9 @@ void check_case(const Case& c, const AttnParams& p, bool deterministic) {
       dK(in.K.size()), dV(in.K.size()), D(L.size());
   cuda::forward<T>(s, p, {c.Br, c.Bc}, {}, Impl::teaching, in.Q.data(), in.K.data(), in.V.data(),
                    O.data(), L.data(), L_lo.data());
-  cuda::backward<T>(s, p, {c.Br, c.Bc}, {}, deterministic, in.Q.data(), in.K.data(), in.V.data(),
-                    O.data(), L.data(), L_lo.data(), in.dO.data(), dQ.data(), dK.data(), dV.data(),
-                    D.data());
+  cuda::backward<T>(s, p, {c.Br, c.Bc}, {}, Impl::teaching, deterministic, in.Q.data(), in.K.data(),
+                    in.V.data(), O.data(), L.data(), L_lo.data(), in.dO.data(), dQ.data(),
+                    dK.data(), dV.data(), D.data());
   for (index_t h = 0; h < H; ++h) {
     const test::Problem<T> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
                                head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
@@ -85,9 +85,9 @@ void check_grid_case(const test::GridCase& c, const test::Problem<T>& p,
   cuda::forward<T>(s, p.params, tiles, {}, Impl::teaching, p.Q.data(), p.K.data(), p.V.data(),
                    out.O.data(), out.L.data(), L_lo.data());
   for (bool deterministic : {false, true}) {
-    cuda::backward<T>(s, p.params, tiles, {}, deterministic, p.Q.data(), p.K.data(), p.V.data(),
-                      out.O.data(), out.L.data(), L_lo.data(), p.dO.data(), out.dQ.data(),
-                      out.dK.data(), out.dV.data(), D.data());
+    cuda::backward<T>(s, p.params, tiles, {}, Impl::teaching, deterministic, p.Q.data(), p.K.data(),
+                      p.V.data(), out.O.data(), out.L.data(), L_lo.data(), p.dO.data(),
+                      out.dQ.data(), out.dK.data(), out.dV.data(), D.data());
     test::check_outputs(out, e, deterministic ? "cuda teaching (deterministic)" : "cuda teaching");
   }
 }
@@ -177,9 +177,9 @@ TEST_CASE("fully masked rows: O = 0, L = -inf, zero gradients, no NaN") {
       D(22);
   cuda::forward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, Impl::teaching, in.Q.data(), in.K.data(),
                         in.V.data(), O.data(), L.data());
-  cuda::backward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, false, in.Q.data(), in.K.data(),
-                         in.V.data(), O.data(), L.data(), nullptr, in.dO.data(), dQ.data(),
-                         dK.data(), dV.data(), D.data());
+  cuda::backward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, Impl::teaching, false, in.Q.data(),
+                         in.K.data(), in.V.data(), O.data(), L.data(), nullptr, in.dO.data(),
+                         dQ.data(), dK.data(), dV.data(), D.data());
   for (index_t h = 0; h < 2; ++h)
     for (index_t q = 0; q < 7; ++q) {
       CHECK(std::isinf(L[std::size_t(h * 11 + q)]));
@@ -290,12 +290,12 @@ TEST_CASE("deterministic mode is bit-reproducible") {
   cuda::forward<float>(s, AttnParams{}, {16, 16}, {}, Impl::teaching, in.Q.data(), in.K.data(),
                        in.V.data(), O.data(), L.data());
   std::vector<float> a(in.Q.size()), b(in.Q.size()), k(in.K.size()), v(in.K.size());
-  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, true, in.Q.data(), in.K.data(), in.V.data(),
-                        O.data(), L.data(), nullptr, in.dO.data(), a.data(), k.data(), v.data(),
-                        D.data());
-  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, true, in.Q.data(), in.K.data(), in.V.data(),
-                        O.data(), L.data(), nullptr, in.dO.data(), b.data(), k.data(), v.data(),
-                        D.data());
+  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, Impl::teaching, true, in.Q.data(),
+                        in.K.data(), in.V.data(), O.data(), L.data(), nullptr, in.dO.data(),
+                        a.data(), k.data(), v.data(), D.data());
+  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, Impl::teaching, true, in.Q.data(),
+                        in.K.data(), in.V.data(), O.data(), L.data(), nullptr, in.dO.data(),
+                        b.data(), k.data(), v.data(), D.data());
   CHECK(a == b);
 }
 

@@ -64,15 +64,18 @@ inline TileSizes kernel_tiles(Impl impl, index_t) {
   return impl == Impl::mma ? TileSizes{128, 64} : TileSizes{64, 64};
 }
 
+enum class Pass { fwd, bwd };
+
 // What a rung accepts, or why not: the reason (for the caller to say in its own words) and the
 // same in English; why = none when the rung runs the case.
 struct Refusal {
-  enum class Why { none, cpu_only, needs_fp32, needs_bf16_fp16, d_unsupported };
+  enum class Why { none, cpu_only, needs_fp32, needs_bf16_fp16, d_unsupported, no_backward };
   Why why = Why::none;
   std::string english;
   explicit operator bool() const { return why != Why::none; }
 };
-Refusal refuses(Impl impl, index_t d, Precision p_in);
+// The backward runs on teaching and mma; simt and tc compute the forward only.
+Refusal refuses(Impl impl, index_t d, Precision p_in, Pass pass = Pass::fwd);
 
 // Forward on the GPU, host arrays in and out. L: b*h*n; L_lo (L's rounding error, when not
 // null) likewise; the simt, tc and mma rungs write L_lo = 0. trace (head 0) when not null.
@@ -83,9 +86,11 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
              KernelTrace* trace = nullptr);
 
 // Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
-// through atomics or, with deterministic, in a separate pass over query tiles. L_lo may be null.
+// through atomics or, with deterministic, in a separate pass over query tiles (teaching); mma
+// (bf16/fp16 in variant.p_in, tiles fixed) always computes dQ in its own pass, so it is
+// deterministic either way. L_lo may be null.
 template <class T>
-void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
+void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, Impl impl,
               bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
               const T* L_lo, const T* dO, T* dQ, T* dK, T* dV, T* D);
 
@@ -94,8 +99,7 @@ void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant
 struct Timing {
   std::vector<double> ms;
 };
-enum class Pass { fwd, bwd };
-// impl: the rung timed (the backward: teaching only); variant.p_in: bf16/fp16 for tc and mma.
+// impl: the rung timed (the backward: teaching and mma); variant.p_in: bf16/fp16 for tc and mma.
 template <class T>
 Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
                     Impl impl, Pass pass, bool deterministic, const T* Q, const T* K, const T* V,

@@ -28,7 +28,7 @@ void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*
 }
 
 template <class T>
-void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*, const T*,
+void backward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, bool, const T*, const T*,
               const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*) {
   no_cuda();
 }
@@ -43,13 +43,13 @@ double gemm_tflops_bf16(index_t, int) {
   no_cuda();
 }
 
-#define FD_INSTANTIATE(T)                                                                        \
-  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*,     \
-                        const T*, const T*, T*, T*, T*, KernelTrace*);                           \
-  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
-                         const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*, \
-                         T*);                                                                    \
-  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, Pass,  \
+#define FD_INSTANTIATE(T)                                                                          \
+  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*,       \
+                        const T*, const T*, T*, T*, T*, KernelTrace*);                             \
+  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, bool,          \
+                         const T*, const T*, const T*, const T*, const T*, const T*, const T*, T*, \
+                         T*, T*, T*);                                                              \
+  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, Pass,    \
                                bool, const T*, const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

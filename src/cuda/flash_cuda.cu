@@ -160,10 +160,12 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
 }
 
 template <class T>
-void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v,
+void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant v, Impl impl,
               bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
               const T* L_lo, const T* dO, T* dQ, T* dK, T* dV, T* D) {
   require_gpu();
+  if (impl != Impl::teaching)
+    return rung_backward(s, params, v, impl, Q, K, V, O, L, dO, dQ, dK, dV, D);
   const Problem<T> p = problem<T>(s, params, tiles, v);
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);
@@ -183,11 +185,9 @@ Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, V
                     Pass pass, bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
                     int warmup, int reps) {
   require_gpu();
-  if (impl != Impl::teaching) {
-    if (pass == Pass::bwd)
-      throw CudaError(std::string("--impl ") + impl_name(impl) + " has no backward yet");
-    return rung_time(s, params, v, impl, Q, K, V, warmup, reps);
-  }
+  if (impl != Impl::teaching)
+    return pass == Pass::bwd ? rung_time_backward(s, params, v, impl, Q, K, V, dO, warmup, reps)
+                             : rung_time(s, params, v, impl, Q, K, V, warmup, reps);
   const Problem<T> p = problem<T>(s, params, tiles, Variant{});
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);
@@ -209,13 +209,13 @@ Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, V
   return time_events(once, warmup, reps);
 }
 
-#define FD_INSTANTIATE(T)                                                                        \
-  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*,     \
-                        const T*, const T*, T*, T*, T*, KernelTrace*);                           \
-  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, bool, const T*,    \
-                         const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*, \
-                         T*);                                                                    \
-  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, Pass,  \
+#define FD_INSTANTIATE(T)                                                                          \
+  template void forward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, const T*,       \
+                        const T*, const T*, T*, T*, T*, KernelTrace*);                             \
+  template void backward(const Shape&, const AttnParams&, TileSizes, Variant, Impl, bool,          \
+                         const T*, const T*, const T*, const T*, const T*, const T*, const T*, T*, \
+                         T*, T*, T*);                                                              \
+  template Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, Pass,    \
                                bool, const T*, const T*, const T*, const T*, int, int);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

@@ -3,14 +3,19 @@
 //   simt      fp32, d = 64 or 128 (each thread owns d/16 columns of O, in float4s)
 //   tc, mma   bf16 or fp16 inputs with fp32 accumulation, d = 64 or 128 (rows of 8 16-byte
 //             chunks or more, which the swizzle needs)
+//   backward  teaching and mma; simt and tc compute the forward only
 #include "cuda/cuda_api.hpp"
 
 namespace fd::cuda {
 
-Refusal refuses(Impl impl, index_t d, Precision p_in) {
+Refusal refuses(Impl impl, index_t d, Precision p_in, Pass pass) {
   const std::string name = impl_name(impl);
   if (impl == Impl::teaching) return {};
   if (impl == Impl::fast) return {Refusal::Why::cpu_only, "--impl fast runs on the CPU only"};
+  if (pass == Pass::bwd && impl != Impl::mma)
+    return {Refusal::Why::no_backward, "--impl " + name +
+                                           " computes the forward only: the backward runs on "
+                                           "--impl mma (bf16, fp16) or --impl teaching"};
   if (impl == Impl::simt && p_in != Precision::fp32)
     return {Refusal::Why::needs_fp32, "--impl simt computes in fp32: use --dtype fp32"};
   if (tensor_cores(impl) && p_in != Precision::bf16 && p_in != Precision::fp16)

@@ -219,6 +219,18 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
   });
 }
 
+template <class T>
+void rung_backward(const Shape&, const AttnParams&, Variant, Impl impl, const T*, const T*,
+                   const T*, const T*, const T*, const T*, T*, T*, T*, T*) {
+  throw CudaError(std::string("--impl ") + impl_name(impl) + " has no backward yet");
+}
+
+template <class T>
+Timing rung_time_backward(const Shape&, const AttnParams&, Variant, Impl impl, const T*, const T*,
+                          const T*, const T*, int, int) {
+  throw CudaError(std::string("--impl ") + impl_name(impl) + " has no backward yet");
+}
+
 // cuBLAS, found at run time: the tool runs (and the package installs) without it.
 double gemm_tflops_bf16(index_t n, int reps) {
   require_gpu();
@@ -260,6 +272,14 @@ double gemm_tflops_bf16(index_t n, int reps) {
   return 2.0 * double(n) * double(n) * double(n) / (ms[ms.size() / 2] * 1e-3) / 1e12;
 }
 
+#define FD_BACKWARD(T)                                                                            \
+  template void rung_backward(const Shape&, const AttnParams&, Variant, Impl, const T*, const T*, \
+                              const T*, const T*, const T*, const T*, T*, T*, T*, T*);            \
+  template Timing rung_time_backward(const Shape&, const AttnParams&, Variant, Impl, const T*,    \
+                                     const T*, const T*, const T*, int, int);
+FD_BACKWARD(float)
+FD_BACKWARD(double)
+#undef FD_BACKWARD
 template void rung_forward(const Shape&, const AttnParams&, Variant, Impl, const float*,
                            const float*, const float*, float*, float*, float*, KernelTrace*);
 template void rung_forward(const Shape&, const AttnParams&, Variant, Impl, const double*,
