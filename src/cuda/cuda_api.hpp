@@ -57,14 +57,14 @@ struct KernelTrace {
 void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double>& L,
             TraceSink& sink);
 
-// The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc and
-// mma have theirs fixed at compile time (mma 128 x 64, the others 64 x 64), then capped at n and
-// m as the CPU's are.
-inline TileSizes kernel_tiles(Impl impl, index_t) {
-  return impl == Impl::mma ? TileSizes{128, 64} : TileSizes{64, 64};
-}
-
 enum class Pass { fwd, bwd };
+
+// The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc and
+// mma have theirs fixed at compile time (mma's forward 128 x 64, its backward and the others
+// 64 x 64), then capped at n and m as the CPU's are.
+inline TileSizes kernel_tiles(Impl impl, index_t, Pass pass = Pass::fwd) {
+  return impl == Impl::mma && pass == Pass::fwd ? TileSizes{128, 64} : TileSizes{64, 64};
+}
 
 // What a rung accepts, or why not: the reason (for the caller to say in its own words) and the
 // same in English; why = none when the rung runs the case.
