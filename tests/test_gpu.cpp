@@ -127,6 +127,42 @@ void check_rung(Impl impl, Precision prec, const RungCase& c, const AttnParams& 
   }
 }
 
+// mma's backward, graded head by head against the naive backward in the same precision: the
+// forward on mma first (O rounded as the kernel stores it, L in fp32), then the backward.
+struct RungGradients {
+  std::vector<float> O, L, dQ, dK, dV, D;
+};
+RungGradients rung_gradients(Precision prec, const RungCase& c, const AttnParams& p,
+                             const Heads<float>& in) {
+  const cuda::Shape s{c.b, c.h, c.n, c.m, c.d};
+  RungGradients g{
+      std::vector<float>(in.Q.size()), std::vector<float>(std::size_t(s.heads() * c.n)),
+      std::vector<float>(in.Q.size()), std::vector<float>(in.K.size()),
+      std::vector<float>(in.K.size()), std::vector<float>(std::size_t(s.heads() * c.n))};
+  const Variant v{prec, Mistake::none};
+  cuda::forward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d), v, Impl::mma, in.Q.data(),
+                       in.K.data(), in.V.data(), g.O.data(), g.L.data());
+  cuda::backward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d, cuda::Pass::bwd), v, Impl::mma,
+                        false, in.Q.data(), in.K.data(), in.V.data(), g.O.data(), g.L.data(),
+                        nullptr, in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data(), g.D.data());
+  return g;
+}
+
+void check_rung_backward(Precision prec, const RungCase& c, const AttnParams& p) {
+  const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
+  Heads<float> in = random_heads<float>(shape, 29);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
+  const RungGradients g = rung_gradients(prec, c, p, in);
+  for (index_t h = 0; h < c.b * c.h; ++h) {
+    const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                   head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
+    const test::Outputs<float> got{
+        head(g.O, h, c.n, c.d), Eigen::Map<const Vec<float>>(g.L.data() + h * c.n, c.n),
+        head(g.dQ, h, c.n, c.d), head(g.dK, h, c.m, c.d), head(g.dV, h, c.m, c.d)};
+    test::check_outputs(got, test::Expected<float>(one, prec), "mma backward", prec);
+  }
+}
+
 // Every event of a forward trace, flattened to numbers, in order.
 class Flatten : public TraceSink {
  public:
@@ -229,6 +265,36 @@ TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, hea
         }
 }
 
+TEST_CASE("the rungs: mma's backward passes the correctness rule: odd shapes, alignments, heads") {
+  for (Precision prec : {Precision::bf16, Precision::fp16})
+    for (const RungCase& c : kRungCases)
+      for (bool causal : {false, true})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (!causal && align == CausalAlign::bottom_right) continue;
+          INFO(precision_name(prec)
+               << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
+               << " causal=" << causal << " align=" << int(align));
+          check_rung_backward(prec, c, AttnParams{causal, align, {}});
+        }
+}
+
+TEST_CASE("the rungs: mma's backward gives rows that see no key zero gradients, bit-identically") {
+  const RungCase c{1, 2, 90, 20, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
+  const AttnParams p{true, CausalAlign::bottom_right, {}};
+  Heads<float> in = random_heads<float>(Case{1, 2, 90, 20, 64, 64, 64}, 31);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
+  const RungGradients a = rung_gradients(Precision::bf16, c, p, in);
+  const RungGradients b = rung_gradients(Precision::bf16, c, p, in);
+  CHECK(a.dQ == b.dQ);
+  CHECK(a.dK == b.dK);
+  CHECK(a.dV == b.dV);
+  for (index_t h = 0; h < 2; ++h)
+    for (index_t q = 0; q < 70; ++q)
+      for (index_t x = 0; x < 64; ++x) REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
+  for (float v : a.dK) REQUIRE(std::isfinite(v));
+  for (float v : a.dV) REQUIRE(std::isfinite(v));
+}
+
 TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
   for (Impl impl : {Impl::simt, Impl::tc, Impl::mma}) {
     const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
@@ -325,6 +391,31 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
         MESSAGE(std::string(impl_name(impl)) << " d=" << d << " causal=" << causal << ": " << ms
                                              << " ms, " << flops / ms / 1e9 << " TFLOP/s");
       }
+    }
+}
+
+// Not a test either (-tc="rung backward speed*" --no-skip): mma's backward at the same shapes,
+// FLOPs counted as 2.5 times the forward's.
+TEST_CASE("rung backward speed, printed" * doctest::skip()) {
+  for (index_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      const index_t n = 4096, b = 4, h = 2048 / d;
+      const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
+      const double flops =
+          2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+      const std::vector<float> q = rounded(in.Q, Precision::bf16),
+                               k = rounded(in.K, Precision::bf16),
+                               v = rounded(in.V, Precision::bf16),
+                               o = rounded(in.dO, Precision::bf16);
+      auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
+                                         cuda::kernel_tiles(Impl::mma, d, cuda::Pass::bwd),
+                                         Variant{Precision::bf16, Mistake::none}, Impl::mma,
+                                         cuda::Pass::bwd, false, q.data(), k.data(), v.data(),
+                                         o.data(), 2, 10);
+      std::sort(t.ms.begin(), t.ms.end());
+      const double ms = t.ms[t.ms.size() / 2];
+      MESSAGE("mma backward d=" << d << " causal=" << causal << ": " << ms << " ms, "
+                                << flops / ms / 1e9 << " TFLOP/s");
     }
 }
 

@@ -5,6 +5,8 @@
 //   kernel:          simt<d>;  tc: 16-byte loads, 1 row fragment per warp (Br = 64);
 //                    mma: cp.async double buffer, 2 row fragments per warp (Br = 128)
 //   grid:            (Tr, b h), causal query tiles longest first;  L_lo = 0 (L is fp32)
+//   backward (mma):  D = rowsum(dO O), then dK, dV per key tile (Tc, b h), then dQ per query
+//                    tile (Tr, b h), all on 64 x 64 tiles (mma_backward.cuh); outputs in fp32
 #include <cublas_v2.h>  // types only: the library itself is opened with dlopen
 #include <dlfcn.h>
 
@@ -15,6 +17,7 @@
 
 #include "cuda/device_memory.cuh"
 #include "cuda/mma.cuh"
+#include "cuda/mma_backward.cuh"
 #include "cuda/rungs.cuh"
 #include "cuda/simt.cuh"
 
@@ -80,7 +83,7 @@ struct DeviceProblem {
   Impl impl;
   Tiling tiling;
   Mask mask;
-  float scale2;
+  float scale, scale2;  // scale, and scale * log2(e)
   DeviceArray<E> Q, K, V, O;
   DeviceArray<float> L;
   TraceBuffers trace;
@@ -92,7 +95,8 @@ struct DeviceProblem {
         impl(rung),
         tiling{s.n, s.m, kernel_tiles(rung, s.d).Br, kernel_tiles(rung, s.d).Bc},
         mask(params.mask_for(s.n, s.m)),
-        scale2(float(params.scale_for(s.d)) * kLog2e),
+        scale(float(params.scale_for(s.d))),
+        scale2(scale * kLog2e),
         Q(converted(q, s.heads() * s.n * s.d).data(), std::size_t(s.heads() * s.n * s.d)),
         K(converted(k, s.heads() * s.m * s.d).data(), std::size_t(s.heads() * s.m * s.d)),
         V(converted(v, s.heads() * s.m * s.d).data(), std::size_t(s.heads() * s.m * s.d)),
@@ -180,12 +184,54 @@ struct Element {
 // Calls f(Element<E>{}) with the element type of this run, after refusing what the rung does
 // not take.
 template <class T, class F>
-auto with_element(const Shape& s, Variant v, Impl impl, F&& f) {
-  const Refusal no = refuses(impl, s.d, working<T>(v));
+auto with_element(const Shape& s, Variant v, Impl impl, F&& f, Pass pass = Pass::fwd) {
+  const Refusal no = refuses(impl, s.d, working<T>(v), pass);
   if (no) throw CudaError(no.english);
   if (impl == Impl::simt) return f(Element<float>{});
   if (v.p_in == Precision::fp16) return f(Element<__half>{});
   return f(Element<__nv_bfloat16>{});
+}
+
+// The backward's arrays on the device, beside a forward's problem (Q, K, V already there): dO
+// in E, D and the gradients in fp32, and the backward's own 64 x 64 tiling.
+template <class E>
+struct BackwardArrays {
+  Tiling tiling;
+  DeviceArray<E> dO;
+  DeviceArray<float> D, dQ, dK, dV;
+  BackwardArrays(const DeviceProblem<E>& p, const std::vector<E>& dO_host)
+      : tiling{p.s.n, p.s.m, kBwdTile, kBwdTile},
+        dO(dO_host.data(), dO_host.size()),
+        D(std::size_t(p.s.heads() * p.s.n)),
+        dQ(p.Q.count),
+        dK(p.K.count),
+        dV(p.K.count) {}
+};
+
+template <class E, int D>
+void launch_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g) {
+  const index_t rows = p.s.heads() * p.s.n;
+  mma_bwd_dot_kernel<E, D>
+      <<<unsigned((rows + 3) / 4), kTcThreads>>>(p.O.ptr, g.dO.ptr, g.D.ptr, rows);
+  const BwdArgs<E> a{p.Q.ptr,  p.K.ptr, p.V.ptr, g.dO.ptr, p.L.ptr, g.D.ptr, g.dQ.ptr, g.dK.ptr,
+                     g.dV.ptr, p.s.n,   p.s.m,   g.tiling, p.mask,  p.scale, p.scale2};
+  allow_smem(mma_dkdv_kernel<E, D>, mma_dkdv_smem_bytes<D>());
+  mma_dkdv_kernel<E, D><<<dim3(unsigned(g.tiling.Tc()), unsigned(p.s.heads())), kTcThreads,
+                          mma_dkdv_smem_bytes<D>()>>>(a);
+  allow_smem(mma_dq_kernel<E, D>, mma_dq_smem_bytes<D>());
+  mma_dq_kernel<E, D><<<dim3(unsigned(g.tiling.Tr()), unsigned(p.s.heads())), kTcThreads,
+                        mma_dq_smem_bytes<D>()>>>(a);
+}
+
+// One backward of the problem (O and L already in p): the switch from d to compiled kernels.
+template <class E>
+void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g) {
+  if (p.s.heads() == 0 || p.s.n == 0 || p.s.m == 0) return;
+  if constexpr (std::is_same_v<E, float>) {
+    throw CudaError("the simt rung has no backward");
+  } else {
+    p.s.d == 128 ? launch_backward_d<E, 128>(p, g) : launch_backward_d<E, 64>(p, g);
+  }
 }
 
 }  // namespace
@@ -220,15 +266,44 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 }
 
 template <class T>
-void rung_backward(const Shape&, const AttnParams&, Variant, Impl impl, const T*, const T*,
-                   const T*, const T*, const T*, const T*, T*, T*, T*, T*) {
-  throw CudaError(std::string("--impl ") + impl_name(impl) + " has no backward yet");
+void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
+                   const T* K, const T* V, const T* O, const T* L, const T* dO, T* dQ, T* dK, T* dV,
+                   T* D) {
+  with_element<T>(
+      s, v, impl,
+      [&](auto element) {
+        using E = typename decltype(element)::type;
+        DeviceProblem<E> p(s, params, impl, Q, K, V, false);
+        p.O.upload(DeviceProblem<E>::converted(O, s.heads() * s.n * s.d).data());
+        const std::vector<float> l(L, L + s.heads() * s.n);
+        p.L.upload(l.data());
+        BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
+        launch_backward(p, g);
+        check_launch("the backward kernels");
+        auto down = [](const DeviceArray<float>& x, T* out) {
+          std::vector<float> h(x.count);
+          x.download(h.data());
+          std::copy(h.begin(), h.end(), out);
+        };
+        down(g.dQ, dQ), down(g.dK, dK), down(g.dV, dV), down(g.D, D);
+      },
+      Pass::bwd);
 }
 
 template <class T>
-Timing rung_time_backward(const Shape&, const AttnParams&, Variant, Impl impl, const T*, const T*,
-                          const T*, const T*, int, int) {
-  throw CudaError(std::string("--impl ") + impl_name(impl) + " has no backward yet");
+Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
+                          const T* Q, const T* K, const T* V, const T* dO, int warmup, int reps) {
+  return with_element<T>(
+      s, v, impl,
+      [&](auto element) {
+        using E = typename decltype(element)::type;
+        DeviceProblem<E> p(s, params, impl, Q, K, V, false);
+        launch(p);  // O and L for the backward
+        check_launch("the forward kernel");
+        BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
+        return time_events([&] { launch_backward(p, g); }, warmup, reps);
+      },
+      Pass::bwd);
 }
 
 // cuBLAS, found at run time: the tool runs (and the package installs) without it.
