@@ -2,8 +2,8 @@
 # On the GPU machine, one call: what the ladder's numbers in docs/gpu-ladder.md come from. The GPU
 # tests of every rung, compute-sanitizer memcheck and racecheck on them, `flashdemo ladder` on the
 # default case (d = 128) and at d = 64, causal and not, a forward of each rung through the command
-# line graded by `check`, then scripts/torch_compare.py for mma (bf16) and simt (fp32) when
-# PyTorch is there. DIR holds flashdemo, flashdemo_gpu_tests and libfmt.so.9 (built elsewhere
+# line graded by `check`, then scripts/torch_compare.py for mma (bf16, forward and backward) and
+# simt (fp32) when PyTorch is there. DIR holds flashdemo, flashdemo_gpu_tests and libfmt.so.9 (built elsewhere
 # with static cudart, -DFLASHDEMO_MARCH for that CPU); logs go to OUT (default /tmp/gpu_ladder).
 #   bash scripts/gpu_ladder.sh DIR
 set -u
@@ -36,4 +36,6 @@ if python3 -c "import torch" 2>/dev/null; then
     --out "$out/torch_mma_bf16.json" 2>"$out/torch_mma.err"
   timeout 600 python3 "$here/torch_compare.py" --flashdemo "$F" --impl simt --dtype fp32 \
     --out "$out/torch_simt_fp32.json" 2>"$out/torch_simt.err"
+  timeout 900 python3 "$here/torch_compare.py" --flashdemo "$F" --impl mma --dtype bf16 \
+    --passes bwd --out "$out/torch_mma_bf16_bwd.json" 2>"$out/torch_mma_bwd.err"
 fi
