@@ -389,6 +389,18 @@ std::vector<RingTimes> gather_times(RingTransport& net, const RingTimes& mine, i
 
 }  // namespace
 
+RingOverlap ring_overlap(const RingTimes& t) {
+  RingOverlap o;
+  for (std::size_t k = 0; k < t.step.size(); ++k) {
+    const double comm = k < t.comm.size() ? t.comm[k] : 0;
+    o.compute += t.compute[k], o.comm += comm, o.waited += t.wait[k], o.steps += t.step[k];
+    o.bound_max += std::max(t.compute[k], comm);
+  }
+  o.bound_sum = o.compute + o.comm;
+  if (o.comm > 0) o.hidden = std::clamp((o.bound_sum - o.steps) / o.comm, 0.0, 1.0);
+  return o;
+}
+
 template <class T>
 RingResult<T> ring_rank(RingTransport& net, const RingSchedule& s, const AttnParams& p,
                         RingPass pass, const RingInputs<T>& in) {

@@ -146,6 +146,17 @@ struct RingResult {
   std::vector<RingTimes> forward, backward;  // per rank
 };
 
+// How far the overlap hid the communication on one rank, over its steps (milliseconds):
+//   hidden = (compute + comm - steps) / comm, clamped to [0, 1]: 1 when the steps took no longer
+//   than the compute alone, 0 when they took compute + comm or more (no overlap at all).
+struct RingOverlap {
+  double compute = 0, comm = 0, waited = 0, steps = 0;
+  double bound_max = 0;  // sum over steps of max(compute, comm): a perfect overlap
+  double bound_sum = 0;  // compute + comm: none
+  double hidden = 1;
+};
+RingOverlap ring_overlap(const RingTimes& t);
+
 template <class T>
 RingResult<T> ring_rank(RingTransport& net, const RingSchedule& s, const AttnParams& p,
                         RingPass pass, const RingInputs<T>& in);
