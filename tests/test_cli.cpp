@@ -1429,7 +1429,7 @@ TEST_CASE("bash completion offers each option's values: choices, its kind of fil
       {"flashdemo --lang zh ",
        "--color --help --json --lang --quiet --version backward bench check completion decode "
        "forward "
-       "info ladder manpage memory softmax walkthrough"},
+       "info ladder manpage memory ring softmax walkthrough"},
       {"flashdemo ladder --dtype ", "bf16 fp16"},
       {"flashdemo ladder --device ", "cpu cuda"},
       {"flashdemo forward --q ", "q.npy sub"},
