@@ -30,6 +30,7 @@
 #include "info.hpp"
 #include "ladder.hpp"
 #include "memory.hpp"
+#include "ring.hpp"
 #include "softmax.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
@@ -267,6 +268,7 @@ int parse_and_run(int argc, char** argv) {
   fd::demos::setup_bench(app);
   fd::demos::setup_ladder(app);
   fd::demos::setup_decode(app);
+  fd::demos::setup_ring(app);
   fd::demos::setup_completion(app);
   fd::demos::setup_manpage(app);
   if (argc < 2) return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, joined_names(app)));

@@ -186,6 +186,9 @@ RUNS = [
     ("decode --m 1000 --d 16 --n 2 --h 2 --threads 2 --reps 1 --json", 0),
     ("decode --m 300 --d 8 --n 3 --causal --causal-align top-left --splits 3 --dtype fp64 "
      "--reps 1 --json", 0),
+    ("ring --n 40 --d 8 --ranks 3 --json", 0),
+    ("ring --n 33 --m 20 --d 4 --ranks 4 --causal-align bottom-right --pass bwd --dtype fp64 "
+     "--json", 0),
     ("walkthrough --no-pause --json", 0),
     ("info --json", 0),
 ]

@@ -1,0 +1,454 @@
+// ring.cpp — `flashdemo ring`: context-parallel (ring) attention on the CPU. The library
+// (flashdemo/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0; the ranks
+// are MPI processes when mpirun started this one and the build has MPI (src/mpi/mpi_ring.hpp),
+// else threads of this process (ring_transport.hpp: InProcessRing), and the text says which. This
+// file checks the options (the same on every rank, before MPI starts, so all refuse together),
+// and on rank 0 only prints the blocks, the schedule (ranks x steps), each rank's compute and
+// communication times and the overlap, and the verdicts against the reference (compare.hpp: the
+// 2x rule) for O, L and with --pass bwd dQ, dK, dV.
+// --json: one `ring_rank` object per rank and pass, one `ring_step` per rank, step and pass, then
+// one `result` (docs/trace-format.md, section 11).
+#include "ring.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common.hpp"
+#include "flashdemo/benchmark.hpp"
+#include "flashdemo/compare.hpp"
+#include "flashdemo/reference.hpp"
+#include "flashdemo/ring.hpp"
+#include "mpi/mpi_ring.hpp"
+#include "ui/format.hpp"
+#include "ui/json_trace.hpp"
+#include "ui/output.hpp"
+#include "ui/verdict.hpp"
+
+namespace fd::demos {
+namespace {
+
+using ui::Msg;
+
+constexpr index_t kMaxRanks = 64, kMaxSize = 16384;
+constexpr index_t kShownRanks = 8, kShownSteps = 8;  // the text's grid
+
+enum class Layout { automatic, contiguous, zigzag };
+enum class Device { cpu, cuda };
+
+struct RingOptions {
+  index_t n = 1024, m = 0, d = 64;  // m = 0: n
+  index_t ranks = 0;                // 0: mpirun's processes, else 4
+  DType dtype = DType::fp32;
+  bool causal = false, causal_implied = false;
+  CausalAlign align = CausalAlign::top_left;
+  Layout layout = Layout::automatic;
+  bench::Pass pass = bench::Pass::fwd;
+  Device device = Device::cpu;
+  std::uint32_t seed = 0;
+  std::optional<double> scale;
+
+  index_t keys() const { return m ? m : n; }
+  AttnParams params() const { return AttnParams{causal, align, scale}; }
+  RingLayout ring_layout() const {
+    if (layout == Layout::automatic) return causal ? RingLayout::zigzag : RingLayout::contiguous;
+    return layout == Layout::zigzag ? RingLayout::zigzag : RingLayout::contiguous;
+  }
+  RingPass ring_pass() const { return pass == bench::Pass::bwd ? RingPass::bwd : RingPass::fwd; }
+};
+
+// How this process was started: by mpirun (Open MPI's or MPICH's variables), with its rank.
+struct Launch {
+  bool mpirun = false;
+  index_t rank = 0, size = 1;
+};
+
+index_t env_index(const char* a, const char* b) {
+  const char* v = std::getenv(a);
+  if (!v) v = std::getenv(b);
+  return v ? index_t(std::atoll(v)) : -1;
+}
+
+Launch launch() {
+  const index_t size = env_index("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
+  const index_t rank = env_index("OMPI_COMM_WORLD_RANK", "PMI_RANK");
+  if (size < 1 || rank < 0) return {};
+  return {true, rank, size};
+}
+
+// Where the ranks run.
+enum class Where { mpi, threads, threads_no_mpi };
+
+struct Plan {
+  Where where = Where::threads;
+  index_t ranks = 4;
+  RingSchedule schedule;
+};
+
+Plan plan_for(const RingOptions& o, const Launch& l) {
+  if (o.device == Device::cuda) throw Error(kUsage, ui::tr(Msg::ring_err_cuda));
+  Plan plan;
+  plan.where = !l.mpirun ? Where::threads : mpi::built() ? Where::mpi : Where::threads_no_mpi;
+  if (l.mpirun && o.ranks && o.ranks != l.size)
+    throw Error(kUsage, ui::tr(Msg::ring_err_ranks_mpirun, o.ranks, l.size, o.ranks));
+  plan.ranks = l.mpirun ? l.size : o.ranks ? o.ranks : 4;
+  if (plan.ranks > kMaxRanks)
+    throw Error(kUsage, ui::tr(Msg::ring_err_too_many, plan.ranks, kMaxRanks));
+  if (plan.ranks > std::min(o.n, o.keys()))
+    throw Error(kUsage, ui::tr(Msg::ring_err_ranks, plan.ranks, o.n, o.keys()));
+  plan.schedule = ring_schedule(o.n, o.keys(), o.d, plan.ranks, o.ring_layout(),
+                                o.params().mask_for(o.n, o.keys()));
+  return plan;
+}
+
+// Rank 0 holds the inputs, the outputs, the reference and the naive run (S and P, n x m each).
+double bytes_needed(const RingOptions& o, double t_bytes, double w_bytes) {
+  const double n = double(o.n), m = double(o.keys()), d = double(o.d);
+  const double arrays = (4 * n + 4 * m) * d * t_bytes * 2;
+  const double reference = 6 * n * m * (w_bytes + t_bytes) + 4 * (n + m) * d * w_bytes;
+  return arrays + reference;
+}
+
+struct Checked {
+  std::vector<std::pair<std::string, RuleVerdict>> arrays;  // O, L (dQ, dK, dV)
+  bool pass() const {
+    return std::all_of(arrays.begin(), arrays.end(), [](const auto& a) { return a.second.pass(); });
+  }
+};
+
+template <class T>
+Checked check(const RingOptions& o, const bench::Arrays<T>& a, const RingResult<T>& r) {
+  using W = wider_t<T>;
+  const index_t n = o.n, m = o.keys(), d = o.d;
+  auto mat = [](const std::vector<T>& x, index_t rows, index_t cols) {
+    return Mat<T>(Eigen::Map<const Mat<T>>(x.data(), rows, cols));
+  };
+  const Mat<T> Q = mat(a.Q, n, d), K = mat(a.K, m, d), V = mat(a.V, m, d), dO = mat(a.dO, n, d);
+  const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>(),
+               dOw = dO.template cast<W>();
+  const bool bwd = o.pass == bench::Pass::bwd;
+  const ReferenceForward<W> ref = reference_forward<W>(Qw, Kw, Vw, o.params());
+  require_fits(ref.S, "S = scale Q K^T", precision_of<T>(), "");
+  const ReferenceForward<T> naive = reference_forward<T>(Q, K, V, o.params());
+  const Magnitudes<W> R =
+      reference_magnitudes<W>(Qw, Kw, Vw, bwd ? dOw : Mat<W>(), ref, o.params());
+  const Precision p = precision_of<T>();
+  Checked c;
+  c.arrays.push_back({"O", judge(p, mat(r.O, n, d), ref.O, naive.O, R.O)});
+  c.arrays.push_back({"L", judge(p, Eigen::Map<const Vec<T>>(r.L.data(), n), ref.L, naive.L, R.L)});
+  if (!bwd) return c;
+  const ReferenceBackward<W> rb = reference_backward<W>(Qw, Kw, Vw, dOw, o.params());
+  const ReferenceBackward<T> nb = reference_backward<T>(Q, K, V, dO, o.params());
+  c.arrays.push_back({"dQ", judge(p, mat(r.dQ, n, d), rb.dQ, nb.dQ, R.dQ)});
+  c.arrays.push_back({"dK", judge(p, mat(r.dK, m, d), rb.dK, nb.dK, R.dK)});
+  c.arrays.push_back({"dV", judge(p, mat(r.dV, m, d), rb.dV, nb.dV, R.dV)});
+  return c;
+}
+
+std::string parts_text(const RingBlock& b) {
+  std::string out;
+  for (const Range& r : b.parts) {
+    if (r.size() == 0) continue;
+    out += (out.empty() ? "" : ", ") + ui::range(Range{r.begin, r.end});
+  }
+  return out.empty() ? "-" : out;
+}
+
+const char* layout_id(RingLayout l) {
+  return l == RingLayout::zigzag ? "zigzag" : "contiguous";
+}
+
+const char* where_id(Where w) {
+  return w == Where::mpi ? "mpi" : "threads";
+}
+
+void print_problem(const RingOptions& o, const Plan& plan, const char* dtype) {
+  const RingSchedule& s = plan.schedule;
+  ui::heading(ui::tr(Msg::ring_title), ui::tr(Msg::ring_source));
+  ui::say(Msg::ring_problem, o.n, o.d, o.keys(), o.d, dtype,
+          o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), o.params().scale_for(o.d));
+  ui::say(!o.causal                          ? Msg::mask_none
+          : o.align == CausalAlign::top_left ? Msg::mask_top_left
+                                             : Msg::mask_bottom_right,
+          o.causal_implied ? ui::tr(Msg::align_implies_causal) : "");
+  const index_t cores = std::max<index_t>(1, std::thread::hardware_concurrency());
+  const std::string shared = plan.ranks > cores ? ui::tr(Msg::ring_oversubscribed, cores) : "";
+  if (plan.where == Where::mpi) ui::say(Msg::ring_where_mpi, plan.ranks, shared);
+  if (plan.where == Where::threads) ui::say(Msg::ring_where_threads, plan.ranks, shared);
+  if (plan.where == Where::threads_no_mpi) ui::say(Msg::ring_where_no_mpi, plan.ranks, shared);
+  if (s.layout == RingLayout::zigzag)
+    ui::say(Msg::ring_layout_zigzag, 2 * plan.ranks);
+  else
+    ui::say(Msg::ring_layout_contiguous);
+  ui::say(Msg::ring_inputs, o.seed);
+}
+
+void print_blocks(const RingSchedule& s) {
+  ui::result_section(ui::tr(Msg::ring_blocks_title));
+  ui::result_raw(fmt::format("  {:<6} {:<24} {:<24} {:>9} {:>9}\n", ui::tr(Msg::ring_col_rank),
+                             ui::tr(Msg::ring_col_rows), ui::tr(Msg::ring_col_keys),
+                             ui::tr(Msg::ring_col_computed), ui::tr(Msg::ring_col_skipped)));
+  for (index_t r = 0; r < std::min(s.ranks, kShownRanks); ++r)
+    ui::result_raw(fmt::format("  {:<6} {:<24} {:<24} {:>9} {:>9}\n", r,
+                               parts_text(s.rows[std::size_t(r)]),
+                               parts_text(s.keys[std::size_t(r)]), s.computed(r), s.skipped(r)));
+  if (s.ranks > kShownRanks) ui::result(Msg::ring_shown, kShownRanks, s.ranks, kShownSteps);
+}
+
+std::string cell(const RingStep& step) {
+  const index_t total = step.computed + step.skipped;
+  if (step.computed == 0) return fmt::format("K{} {}", step.block, ui::tr(Msg::ring_skip));
+  return fmt::format("K{} {}/{}", step.block, step.computed, total);
+}
+
+void print_schedule(const RingSchedule& s, std::size_t bytes, bool bwd) {
+  const index_t steps = std::min(s.ranks, kShownSteps);
+  ui::result_section(ui::tr(Msg::ring_schedule_title));
+  std::string header = fmt::format("  {:<10}", ui::tr(Msg::ring_col_rank));
+  for (index_t t = 0; t < steps; ++t)
+    header += fmt::format(" {:>10}", ui::tr(Msg::ring_col_step, t));
+  ui::result_raw(header + "\n");
+  for (index_t r = 0; r < std::min(s.ranks, kShownRanks); ++r) {
+    std::string line = fmt::format("  {:<10}", r);
+    for (index_t t = 0; t < steps; ++t) line += fmt::format(" {:>10}", cell(s.at(r, t)));
+    ui::result_raw(line + "\n");
+  }
+  for (RingPass pass : {RingPass::fwd, RingPass::bwd}) {
+    if (pass == RingPass::bwd && !bwd) continue;
+    std::string line = fmt::format(
+        "  {:<10}",
+        ui::tr(pass == RingPass::fwd ? Msg::ring_row_sent_fwd : Msg::ring_row_sent_bwd));
+    for (index_t t = 0; t < steps; ++t) {
+      double sent = 0;
+      for (index_t r = 0; r < s.ranks; ++r) sent += s.bytes_sent(r, t, pass, bytes);
+      line += fmt::format(" {:>10}", sent > 0 ? format_bytes(sent) : "-");
+    }
+    ui::result_raw(line + "\n");
+  }
+  ui::result(Msg::ring_schedule_legend);
+}
+
+std::string ms(double v) {
+  return fmt::format("{:.3f}", v);
+}
+
+void print_times(RingPass pass, const std::vector<RingTimes>& times) {
+  ui::result_section(ui::tr(pass == RingPass::fwd ? Msg::ring_times_fwd : Msg::ring_times_bwd));
+  ui::result_raw(fmt::format(
+      "  {:<6} {:>10} {:>10} {:>10} {:>10} {:>13} {:>13} {:>8}\n", ui::tr(Msg::ring_col_rank),
+      ui::tr(Msg::ring_col_compute), ui::tr(Msg::ring_col_comm), ui::tr(Msg::ring_col_waited),
+      ui::tr(Msg::ring_col_steps), "max(c, comm)", "c + comm", ui::tr(Msg::ring_col_hidden)));
+  RingOverlap slowest;
+  for (std::size_t r = 0; r < times.size(); ++r) {
+    const RingOverlap v = ring_overlap(times[r]);
+    if (r == 0 || v.steps > slowest.steps) slowest = v;
+    if (index_t(r) >= kShownRanks) continue;
+    ui::result_raw(fmt::format("  {:<6} {:>10} {:>10} {:>10} {:>10} {:>13} {:>13} {:>7.0f}%\n", r,
+                               ms(v.compute), ms(v.comm), ms(v.waited), ms(v.steps),
+                               ms(v.bound_max), ms(v.bound_sum), 100 * v.hidden));
+  }
+  const Msg verdict = slowest.comm < 0.01 * slowest.compute ? Msg::ring_overlap_small
+                      : slowest.hidden >= 0.5               ? Msg::ring_overlap_hid
+                                                            : Msg::ring_overlap_not;
+  ui::result(verdict, ms(slowest.steps), ms(slowest.bound_max), ms(slowest.bound_sum),
+             100 * slowest.hidden);
+}
+
+void print_verdicts(const Checked& c, Precision p) {
+  ui::result_section(
+      ui::tr(Msg::against_reference, p == Precision::fp64 ? ui::tr(Msg::reference_wide) : "fp64"));
+  for (const auto& [name, v] : c.arrays)
+    ui::result(Msg::error_line, fmt::format("|{0} - {0}_ref|", name), ui::sci(v.err),
+               ui::verdict_text(p, v));
+}
+
+nlohmann::json ranges(const RingBlock& b) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Range& r : b.parts) out.push_back(ui::json_range(r));
+  return out;
+}
+
+void emit_pass(const RingSchedule& s, RingPass pass, const std::vector<RingTimes>& times,
+               std::size_t bytes) {
+  const char* id = pass == RingPass::fwd ? "fwd" : "bwd";
+  for (index_t r = 0; r < s.ranks; ++r) {
+    const RingTimes& t = times[std::size_t(r)];
+    const RingOverlap v = ring_overlap(t);
+    nlohmann::json j = {{"event", "ring_rank"},
+                        {"pass", id},
+                        {"rank", r},
+                        {"rows", ranges(s.rows[std::size_t(r)])},
+                        {"keys", ranges(s.keys[std::size_t(r)])},
+                        {"computed", s.computed(r)},
+                        {"skipped", s.skipped(r)},
+                        {"compute_ms", v.compute},
+                        {"comm_ms", v.comm},
+                        {"wait_ms", v.waited},
+                        {"steps_ms", v.steps},
+                        {"hidden", v.hidden}};
+    ui::out() << j.dump() << "\n";
+    for (index_t k = 0; k < s.ranks; ++k) {
+      const RingStep& step = s.at(r, k);
+      const std::size_t x = std::size_t(k);
+      nlohmann::json e = {{"event", "ring_step"},
+                          {"pass", id},
+                          {"rank", r},
+                          {"step", k},
+                          {"block", step.block},
+                          {"computed", step.computed},
+                          {"skipped", step.skipped},
+                          {"bytes_sent", s.bytes_sent(r, k, pass, bytes)},
+                          {"compute_ms", t.compute[x]},
+                          {"wait_ms", t.wait[x]},
+                          {"step_ms", t.step[x]},
+                          {"comm_ms", t.comm[x]}};
+      ui::out() << e.dump() << "\n";
+    }
+  }
+}
+
+template <class T>
+void emit_json(const RingOptions& o, const Plan& plan, const RingResult<T>& r, const Checked& c) {
+  emit_pass(plan.schedule, RingPass::fwd, r.forward, sizeof(T));
+  if (!r.backward.empty()) emit_pass(plan.schedule, RingPass::bwd, r.backward, sizeof(T));
+  const Precision p = precision_of<T>();
+  nlohmann::json j = {{"event", "result"},
+                      {"subcommand", "ring"},
+                      {"n", o.n},
+                      {"m", o.keys()},
+                      {"d", o.d},
+                      {"dtype", precision_name(p)},
+                      {"causal", o.causal},
+                      {"align", o.align == CausalAlign::top_left ? "top-left" : "bottom-right"},
+                      {"scale", o.params().scale_for(o.d)},
+                      {"ranks", plan.ranks},
+                      {"transport", where_id(plan.where)},
+                      {"layout", layout_id(plan.schedule.layout)},
+                      {"backward", o.pass == bench::Pass::bwd},
+                      {"reference", p == Precision::fp64 ? "long double" : "fp64"}};
+  for (const auto& [name, v] : c.arrays) {
+    j["err_" + name] = ui::number(v.err);
+    j["naive_" + name] = ui::number(v.naive);
+    j["bound_" + name] = ui::number(v.bound);
+    j["verdict_" + name] = ui::outcome_id(v.outcome);
+  }
+  j["pass"] = c.pass();
+  ui::out() << j.dump() << "\n";
+}
+
+// Every rank: the inputs (drawn alike from the seed), its part of the ring, the gather; rank 0
+// also judges and prints. `net` is null for ranks simulated in this process.
+template <class T>
+void run_ring_as(const RingOptions& o, const Plan& plan, RingTransport* net) {
+  bench::Case c;
+  c.n = o.n, c.m = o.keys(), c.d = o.d, c.seed = o.seed, c.precision = precision_of<T>();
+  const bench::Arrays<T> a = bench::random_arrays<T>(c);
+  const RingInputs<T> in{a.Q.data(), a.K.data(), a.V.data(), a.dO.data()};
+  const RingResult<T> r = net ? ring_rank(*net, plan.schedule, o.params(), o.ring_pass(), in)
+                              : ring_in_process(plan.schedule, o.params(), o.ring_pass(), in);
+  if (net && net->rank() != 0) return;
+  const Checked checked = check(o, a, r);
+  if (ui::settings().json) {
+    emit_json(o, plan, r, checked);
+  } else {
+    print_problem(o, plan, precision_name(c.precision));
+    print_blocks(plan.schedule);
+    print_schedule(plan.schedule, sizeof(T), o.pass == bench::Pass::bwd);
+    print_times(RingPass::fwd, r.forward);
+    if (!r.backward.empty()) print_times(RingPass::bwd, r.backward);
+    print_verdicts(checked, c.precision);
+  }
+  if (!checked.pass()) throw Error(kCheckFailed, ui::tr(Msg::ring_failed));
+}
+
+// Rank 0 checks the memory it needs; every rank learns the answer, so all refuse together.
+void agree_fits(const RingOptions& o, RingTransport* net) {
+  const bool wide = o.dtype == DType::fp64;
+  const double need = bytes_needed(o, wide ? 8 : 4, wide ? sizeof(long double) : 8);
+  const bool root = !net || net->rank() == 0;
+  bool ok = true;
+  std::string why;
+  if (root) try {
+      ensure_fits(need, ui::tr(Msg::ring_memory_what));
+    } catch (const Error& e) {
+      ok = false, why = e.what();
+    }
+  if (net) ok = net->all(ok);
+  if (!ok) throw Error(kTooLarge, why);
+}
+
+void run_with(const RingOptions& o, const Plan& plan, RingTransport* net) {
+  agree_fits(o, net);
+  o.dtype == DType::fp64 ? run_ring_as<double>(o, plan, net) : run_ring_as<float>(o, plan, net);
+}
+
+// The other ranks of an MPI job print nothing, errors included: the job's one line is rank 0's.
+void quiet_stderr() {
+  if (std::freopen("/dev/null", "w", stderr) == nullptr) return;  // then it stays as it was
+}
+
+void run_ring(const RingOptions& o) {
+  const Launch l = launch();
+  if (l.mpirun && l.rank != 0 && l.size > 1) quiet_stderr();
+  const Plan plan = plan_for(o, l);  // every rank refuses bad options alike, before MPI starts
+  if (plan.where == Where::threads_no_mpi && l.rank != 0) return;  // rank 0 simulates them all
+  if (plan.where != Where::mpi) {
+    ensure_threads(plan.ranks);
+    return run_with(o, plan, nullptr);
+  }
+  const std::unique_ptr<RingTransport> net = mpi::world();
+  try {
+    run_with(o, plan, net.get());
+  } catch (const Error& e) {
+    if (e.code == kCheckFailed || e.code == kTooLarge) throw;  // every rank got this far alike
+    fmt::print(stderr, "{}", ui::tr(Msg::err_prefix, e.what()));
+    mpi::abort(e.code);  // a failure on one rank alone: end them all, none left waiting
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}", ui::tr(Msg::err_prefix, e.what()));
+    mpi::abort(kInternal);
+  }
+}
+
+}  // namespace
+
+void setup_ring(CLI::App& app) {
+  auto o = std::make_shared<RingOptions>();
+  CLI::App* sub = app.add_subcommand("ring", ui::tr(Msg::ring_help));
+  add_count(sub, "--n", o->n, ui::tr(Msg::ring_opt_n), kMaxSize);
+  add_count(sub, "--m", o->m, ui::tr(Msg::ring_opt_m), kMaxSize)->default_str("n");
+  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRanks)
+      ->default_str("4, or mpirun's");
+  add_choice<DType>(
+      sub, "--dtype", o->dtype,
+      {{"fp32", DType::fp32}, {"fp64", DType::fp64}, {"f32", DType::fp32}, {"f64", DType::fp64}},
+      ui::tr(Msg::decode_opt_dtype))
+      ->default_str("fp32");
+  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_align(sub, o->align, o->causal, o->causal_implied);
+  add_choice<Layout>(
+      sub, "--layout", o->layout,
+      {{"auto", Layout::automatic}, {"zigzag", Layout::zigzag}, {"contiguous", Layout::contiguous}},
+      ui::tr(Msg::ring_opt_layout))
+      ->default_str("auto");
+  add_choice<bench::Pass>(sub, "--pass", o->pass,
+                          {{"fwd", bench::Pass::fwd}, {"bwd", bench::Pass::bwd}},
+                          ui::tr(Msg::ring_opt_pass))
+      ->default_str("fwd");
+  add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
+                     ui::tr(Msg::ring_opt_device))
+      ->default_str("cpu");
+  add_seed(sub, o->seed);
+  add_finite(sub, "--scale", o->scale, ui::tr(Msg::opt_scale));
+  sub->footer(ui::tr(Msg::ring_examples));
+  sub->callback([o] { run_ring(*o); });
+}
+
+}  // namespace fd::demos
