@@ -126,7 +126,7 @@ void run_bench_as(const BenchOptions& o) {
                       {"impl", impl_name(o.impl)},
                       {"device", o.device == Device::cuda ? "cuda" : "cpu"},
                       {"dtype", dtype_name(o.dtype)},
-                      {"pass", o.pass == bench::Pass::fwd ? "fwd" : "bwd"},
+                      {"pass", bench::pass_name(o.pass)},
                       {"b", o.b},
                       {"h", o.h},
                       {"n", o.n},

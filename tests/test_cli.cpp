@@ -946,8 +946,9 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
 TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU one line, exit 5") {
   const Run help = run("ladder --help");
   REQUIRE(help.code == 0);
-  for (const char* option : {"--b", "--h", "--n", "--m", "--d", "--causal", "--reps", "--warmup",
-                             "--seed", "--dtype TEXT:{bf16, fp16}=bf16", "--device"})
+  for (const char* option :
+       {"--b", "--h", "--n", "--m", "--d", "--causal", "--reps", "--warmup", "--seed",
+        "--dtype TEXT:{bf16, fp16}=bf16", "--device", "--pass TEXT:{fwd, bwd}=fwd"})
     CHECK(has(help.out, option));
   CHECK(has(help.out, "--n INT:INT>=1=4096"));
   CHECK(has(help.out, "--d INT:INT>=1=128"));
@@ -970,7 +971,8 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
       {"ladder --seed -1", "--seed"},
       {"ladder --b 99999999999999999999", "--b"},
       {"ladder --impl mma", "--impl"},
-      {"ladder --pass bwd", "--pass"},
+      {"ladder --pass xyz", "--pass"},
+      {"ladder --pass", "--pass"},
   };
   for (const Bad& b : bad) {
     const Run r = run(b.args);
@@ -982,8 +984,10 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
   }
   CHECK(has(run("ladder --device cpu --lang zh").err, "只能用 --device cuda"));
   if (gpu_here()) return;
-  for (const char* args : {"ladder", "ladder --json", "ladder --dtype fp16 --d 64 --causal",
-                           "ladder --n 1024 --reps 50 --json --lang zh", "ladder --quiet"}) {
+  for (const char* args :
+       {"ladder", "ladder --json", "ladder --dtype fp16 --d 64 --causal",
+        "ladder --n 1024 --reps 50 --json --lang zh", "ladder --quiet", "ladder --pass bwd",
+        "ladder --pass bwd --d 64 --causal --json", "ladder --pass fwd --lang zh"}) {
     const Run r = run(args);
     INFO(args << " | " << r.err);
     CHECK(r.code == 5);
