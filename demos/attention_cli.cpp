@@ -208,8 +208,8 @@ void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size
   ensure_fits(words * double(bytes), tr(Msg::what_reference, extra_nm));
 }
 
-nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand) {
-  const Tiling t = o.tiling();
+nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand, cuda::Pass pass) {
+  const Tiling t = o.tiling(pass);
   const Mask mask = o.params().mask_for(o.n, o.keys());
   nlohmann::json grid = nlohmann::json::array();
   for (index_t i = 0; i < t.Tr() && t.Tr() * t.Tc() <= (1 << 16); ++i) {
@@ -232,8 +232,8 @@ nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand) 
           {"n", o.n},
           {"m", o.keys()},
           {"d", o.d},
-          {"Br", o.tiles().Br},
-          {"Bc", o.tiles().Bc},
+          {"Br", t.Br},
+          {"Bc", t.Bc},
           {"impl", impl_name(o.impl)},
           {"device", device_name(o.device)},
           {"causal", o.causal},
@@ -249,12 +249,14 @@ const char* input_source(const AttentionOptions& o) {
   return !o.files.q.empty() ? "files" : o.seed == 0 ? "lecture" : "seeded";
 }
 
-void print_problem(const AttentionOptions& o) {
+void print_problem(const AttentionOptions& o, cuda::Pass pass) {
   const AttnParams params = o.params();
   const index_t m = o.keys();
+  const TileSizes t = o.tiles(pass), fwd = o.tiles(cuda::Pass::fwd);
   ui::say(Msg::problem_shapes, o.n, o.d, m, o.d, precision_name(o.working()),
-          o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), o.tiles().Br,
-          o.tiles().Bc);
+          o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), params.scale_for(o.d), t.Br, t.Bc);
+  if (fwd.Br != t.Br || fwd.Bc != t.Bc)  // the backward's forward step ran other tiles
+    ui::say(Msg::problem_rung_tiles, impl_name(o.impl), fwd.Br, fwd.Bc, t.Br, t.Bc);
   if (o.emulated())
     ui::say(o.device == Device::cuda ? Msg::problem_gpu_precision : Msg::problem_emulated,
             precision_name(o.working()), precision_name(o.working()));

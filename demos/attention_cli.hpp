@@ -61,18 +61,21 @@ struct AttentionOptions {
 
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
-  // The tiles the run uses: --block-q, --block-k (or the lecture's), except that the fast path
+  // The tiles a pass uses: --block-q, --block-k (or the lecture's), except that the fast path
   // keeps its own unless they were given, and the GPU rungs simt, tc, mma compute their fixed
-  // tiles (cuda::kernel_tiles; other tiles given are refused); a tile larger than the problem is
-  // the problem's size.
-  TileSizes tiles() const {
+  // tiles (cuda::kernel_tiles, per pass: mma's forward and backward differ; other tiles given
+  // are refused); a tile larger than the problem is the problem's size.
+  TileSizes tiles(cuda::Pass pass = cuda::Pass::fwd) const {
     const bool fixed = impl == Impl::simt || impl == Impl::tc || impl == Impl::mma;
-    const TileSizes t = fixed                                ? cuda::kernel_tiles(impl, d)
+    const TileSizes t = fixed                                ? cuda::kernel_tiles(impl, d, pass)
                         : impl == Impl::fast && !tiles_given ? TileSizes{128, 256}
                                                              : TileSizes{Br, Bc};
     return {t.Br < n ? t.Br : n, t.Bc < keys() ? t.Bc : keys()};
   }
-  Tiling tiling() const { return Tiling{n, keys(), tiles().Br, tiles().Bc}; }
+  Tiling tiling(cuda::Pass pass = cuda::Pass::fwd) const {
+    const TileSizes t = tiles(pass);
+    return Tiling{n, keys(), t.Br, t.Bc};
+  }
   Variant variant() const { return Variant{precision, mistake}; }
   bool emulated() const { return precision == Precision::bf16 || precision == Precision::fp16; }
   // The precision the run is judged in: the emulated one, else --dtype's.
@@ -109,12 +112,13 @@ LoadedArrays prepare_inputs(AttentionOptions& o);
 // Refuses sizes whose reference (extra_nm matrices of n x m, `bytes` per element) would not fit.
 void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes);
 
-// The problem: shapes, precision, scale, tiles, mask, where the inputs come from.
-void print_problem(const AttentionOptions& o);
+// The problem: shapes, precision, scale, tiles (the pass's), mask, where the inputs come from.
+void print_problem(const AttentionOptions& o, cuda::Pass pass = cuda::Pass::fwd);
 
-// The "problem" event that opens a JSON trace: sizes, tiles, mask, the tile grid, where the
-// inputs come from (the lecture's draws, another seed's, or files), --break and --show-p.
-nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand);
+// The "problem" event that opens a JSON trace: sizes, tiles and the tile grid (the pass's), mask,
+// where the inputs come from (the lecture's draws, another seed's, or files), --break, --show-p.
+nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand,
+                             cuda::Pass pass = cuda::Pass::fwd);
 
 // Where the inputs come from: "files" (--q, --k, --v), "lecture" (drawn as the lecture draws
 // them, after torch.manual_seed(0)) or "seeded" (the same draws after another --seed).

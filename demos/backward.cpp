@@ -151,29 +151,30 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   progress.phase(ui::tr(Msg::progress_reference));
   const ReferenceGradients<W> ref = reference_gradients<W>(in, o, up);
   Recording rec(o.trace_files, ui::tr(Msg::backward_title));
-  rec.emit(problem_event(o, "backward"));
+  rec.emit(problem_event(o, "backward", cuda::Pass::bwd));
   if (o.parts.heading) ui::heading(ui::tr(Msg::backward_title), ui::tr(Msg::backward_source));
-  if (o.parts.problem) print_problem(o);
+  if (o.parts.problem) print_problem(o, cuda::Pass::bwd);
   if (o.parts.problem && up.given())
     ui::say(Msg::backward_loss_given, o.files.dO);
   else if (o.parts.problem)
     ui::say(Msg::backward_loss_square);
   if (o.parts.problem) print_storage(o, o.emulated() ? 2 : sizeof(T));
   progress.phase(ui::tr(Msg::progress_forward));
-  const ForwardResult<T> fwd = forward_on_device(o, in, nullptr);
+  const ForwardResult<T> fwd = forward_on_device(o, in, nullptr);  // on the forward's tiles
+  const Tiling tiling = o.tiling(cuda::Pass::bwd);                 // the backward's
   const Mat<T> dO = up.dO<T>(fwd.O).unaryExpr([&](T v) { return round_to(o.precision, v); });
   if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
     ui::say_raw("\n");
-    ui::print_tile_map(o.tiling(), o.params().mask_for(o.n, o.keys()));
+    ui::print_tile_map(tiling, o.params().mask_for(o.n, o.keys()));
   }
-  ui::BackwardTrace trace(o.trace, o.tiling(), o.params().mask_for(o.n, o.keys()));
+  ui::BackwardTrace trace(o.trace, tiling, o.params().mask_for(o.n, o.keys()));
   if (o.trace >= ui::TraceLevel::tiles) {
     ui::section(ui::tr(Msg::backward_trace_title));
     trace.print_header();
     rec.add_text(&trace);
   }
   const Mask mask = o.params().mask_for(o.n, o.keys());
-  progress.phase(ui::tr(Msg::progress_backward), count_tiles(o.tiling(), mask).computed());
+  progress.phase(ui::tr(Msg::progress_backward), count_tiles(tiling, mask).computed());
   if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) rec.add_text(&progress);
   const BackwardResult<T> g = backward_on_device(o, in, fwd, dO, rec.sink());
   progress.phase(ui::tr(Msg::progress_naive));

@@ -126,7 +126,7 @@ void run_bench_as(const BenchOptions& o) {
                       {"impl", impl_name(o.impl)},
                       {"device", o.device == Device::cuda ? "cuda" : "cpu"},
                       {"dtype", dtype_name(o.dtype)},
-                      {"pass", o.pass == bench::Pass::fwd ? "fwd" : "bwd"},
+                      {"pass", bench::pass_name(o.pass)},
                       {"b", o.b},
                       {"h", o.h},
                       {"n", o.n},
@@ -203,11 +203,9 @@ void check_impl(const BenchOptions& o) {
                                  (o.impl == Impl::reference && o.pass == bench::Pass::bwd)))
     throw Error(kUsage, ui::tr(Msg::bench_err_dtype, impl_name(o.impl), "fp32 or fp64"));
   if (o.device != Device::cuda) return;
-  const fd::Impl r = rung(o.impl);
-  const std::string why = refusal(r, o.d, dtype_precision(o.dtype));
+  // (simt and tc have no backward: refused for --pass bwd before their dtype or d)
+  const std::string why = refusal(rung(o.impl), o.d, dtype_precision(o.dtype), cuda_pass(o.pass));
   if (!why.empty()) throw Error(kUsage, why);
-  if (o.pass == bench::Pass::bwd && r != fd::Impl::teaching)
-    throw Error(kUsage, ui::tr(Msg::err_rung_backward, impl_name(o.impl)));
   require_gpu();
 }
 

@@ -60,13 +60,17 @@ void require_device(const AttentionOptions& o, Subcommand which) {
   // again); until then only the precision is checked (64: a d every rung takes), and not the GPU.
   const bool d_known = o.files.q.empty() || o.inputs_read;
   if (o.impl != Impl::teaching) {
-    if (which == Subcommand::backward)  // the first reason: no case would run
-      throw Error(kUsage, ui::tr(ui::Msg::err_rung_backward, impl_name(o.impl)));
-    const std::string why = refusal(o.impl, d_known ? o.d : 64, o.working());
+    const cuda::Pass pass = which == Subcommand::backward ? cuda::Pass::bwd : cuda::Pass::fwd;
+    // (a rung without a backward is refused first, for any d: no case would run)
+    const std::string why = refusal(o.impl, d_known ? o.d : 64, o.working(), pass);
     if (!why.empty()) throw Error(kUsage, why);
-    const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d);
+    const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d, pass);
     if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
       throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
+    if (pass == cuda::Pass::bwd && o.trace >= ui::TraceLevel::tiles)
+      throw Error(kUsage,
+                  ui::tr(ui::Msg::err_rung_trace_backward,
+                         o.trace == ui::TraceLevel::tiles ? "tiles" : "rows", impl_name(o.impl)));
   }
   if (d_known || o.impl == Impl::teaching) require_gpu();
 }
@@ -78,9 +82,9 @@ void require_gpu() {
 }
 
 // cuda::refuses's reason, in the language of the run (empty when the rung runs the case).
-std::string refusal(Impl impl, index_t d, Precision p) {
+std::string refusal(Impl impl, index_t d, Precision p, cuda::Pass pass) {
   using Why = cuda::Refusal::Why;
-  const cuda::Refusal r = cuda::refuses(impl, d, p);
+  const cuda::Refusal r = cuda::refuses(impl, d, p, pass);
   switch (r.why) {
     case Why::none:
       return "";
@@ -90,11 +94,16 @@ std::string refusal(Impl impl, index_t d, Precision p) {
       return ui::tr(ui::Msg::refuse_tc_dtype, impl_name(impl));
     case Why::d_unsupported:
       return ui::tr(ui::Msg::refuse_d, impl_name(impl), d);
-    case Why::cpu_only:
     case Why::no_backward:
+      return ui::tr(ui::Msg::refuse_no_backward, impl_name(impl));
+    case Why::cpu_only:
       break;
   }
   return r.english;
+}
+
+cuda::Pass cuda_pass(bench::Pass pass) {
+  return pass == bench::Pass::bwd ? cuda::Pass::bwd : cuda::Pass::fwd;
 }
 
 std::string why_no_gpu(const cuda::GpuInfo& g) {
@@ -121,12 +130,13 @@ ForwardResult<T> forward_on_device(const AttentionOptions& o, const Inputs<T>& i
     return flash_forward(in.Q, in.K, in.V, o.params(), o.tiles(), sink, o.variant());
   ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
   cuda::KernelTrace trace;
-  const bool traced = sink && o.tiling().Tr() * o.tiling().Tc() * o.tiles().Br <= kMaxTracedSlots;
+  const Tiling t = o.tiling(cuda::Pass::fwd);
+  const bool traced = sink && t.Tr() * t.Tc() * t.Br <= kMaxTracedSlots;
   // (the kernel's trace: head 0 only, replayed into the same sinks as the CPU path's)
   try {
-    cuda::forward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.impl, in.Q.data(), in.K.data(),
-                     in.V.data(), out.O.data(), out.L.data(), out.L_lo.data(),
-                     traced ? &trace : nullptr);
+    cuda::forward<T>(shape(o), o.params(), o.tiles(cuda::Pass::fwd), o.variant(), o.impl,
+                     in.Q.data(), in.K.data(), in.V.data(), out.O.data(), out.L.data(),
+                     out.L_lo.data(), traced ? &trace : nullptr);
   } catch (const cuda::CudaError& e) {
     throw Error(kNoDevice, e.what());
   }
@@ -142,13 +152,14 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
                                      TraceSink* sink) {
   if (o.device == Device::cpu && o.impl == Impl::fast) return fast_backward(o, in, fwd, dO);
   if (o.device == Device::cpu)
-    return flash_backward(in.Q, in.K, in.V, fwd, dO, o.params(), o.tiles(), sink, o.variant());
+    return flash_backward(in.Q, in.K, in.V, fwd, dO, o.params(), o.tiles(cuda::Pass::bwd), sink,
+                          o.variant());
   BackwardResult<T> g{Mat<T>(o.n, o.d), Mat<T>(o.keys(), o.d), Mat<T>(o.keys(), o.d), Vec<T>(o.n)};
   try {
-    cuda::backward<T>(shape(o), o.params(), o.tiles(), o.variant(), o.impl, o.deterministic,
-                      in.Q.data(), in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(),
-                      fwd.L_lo.size() ? fwd.L_lo.data() : nullptr, dO.data(), g.dQ.data(),
-                      g.dK.data(), g.dV.data(), g.D.data());
+    cuda::backward<T>(shape(o), o.params(), o.tiles(cuda::Pass::bwd), o.variant(), o.impl,
+                      o.deterministic, in.Q.data(), in.K.data(), in.V.data(), fwd.O.data(),
+                      fwd.L.data(), fwd.L_lo.size() ? fwd.L_lo.data() : nullptr, dO.data(),
+                      g.dQ.data(), g.dK.data(), g.dV.data(), g.D.data());
   } catch (const cuda::CudaError& e) {
     throw Error(kNoDevice, e.what());
   }
@@ -159,20 +170,24 @@ template <class T>
 bench::Runner<T> gpu_runner(const bench::Case& c, Impl impl, bool deterministic,
                             const bench::Arrays<T>& a) {
   const cuda::Shape shape{c.b, c.h, c.n, c.m, c.d};
-  const TileSizes tiles =
-      impl == Impl::teaching ? cuda::default_tiles(c.d, sizeof(T)) : cuda::kernel_tiles(impl, c.d);
+  auto tiles_for = [&](cuda::Pass pass) {
+    return impl == Impl::teaching ? cuda::default_tiles(c.d, sizeof(T))
+                                  : cuda::kernel_tiles(impl, c.d, pass);
+  };
+  const TileSizes fwd_tiles = tiles_for(cuda::Pass::fwd), bwd_tiles = tiles_for(cuda::Pass::bwd);
+  const cuda::Pass pass = cuda_pass(c.pass);
+  const TileSizes tiles = tiles_for(pass);  // of the pass timed
   bench::Runner<T> r;
   r.forward = [=, &a](bench::Outputs<T>& out) {
-    cuda::forward<T>(shape, c.params(), tiles, c.variant(), impl, a.Q.data(), a.K.data(),
+    cuda::forward<T>(shape, c.params(), fwd_tiles, c.variant(), impl, a.Q.data(), a.K.data(),
                      a.V.data(), out.O.data(), out.L.data(), out.L_lo.data());
   };
   r.backward = [=, &a](bench::Outputs<T>& out) {
-    cuda::backward<T>(shape, c.params(), tiles, c.variant(), impl, deterministic, a.Q.data(),
+    cuda::backward<T>(shape, c.params(), bwd_tiles, c.variant(), impl, deterministic, a.Q.data(),
                       a.K.data(), a.V.data(), out.O.data(), out.L.data(), out.L_lo.data(),
                       a.dO.data(), out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
   };
   r.device_times = [=, &a](index_t warmup, index_t reps) {
-    const cuda::Pass pass = c.pass == bench::Pass::fwd ? cuda::Pass::fwd : cuda::Pass::bwd;
     return cuda::time_kernels<T>(shape, c.params(), tiles, c.variant(), impl, pass, deterministic,
                                  a.Q.data(), a.K.data(), a.V.data(), a.dO.data(), int(warmup),
                                  int(reps))

@@ -23,19 +23,25 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
                                      TraceSink* sink);
 
 // An implementation where it cannot run (fast on cuda or with a trace, a --break, emulated
-// precision; a GPU rung on the CPU, or refusing the case (cuda::refuses), or traced (simt), or
-// with tiles other than its own, or in the backward (teaching only there); cuda without CUDA in
-// the build or without a GPU): one clear error, usage (exit 2) before the missing GPU (exit 5).
+// precision; a GPU rung on the CPU, or refusing the case or the pass (cuda::refuses: the backward
+// runs on teaching and mma), or with tiles other than its pass's own, or a backward rung with
+// --trace tiles|rows (its kernels record no trace); cuda without CUDA in the build or without a
+// GPU): one clear error, usage (exit 2) before the missing GPU (exit 5).
 void require_device(const AttentionOptions& o, Subcommand which = Subcommand::forward);
 
-// Why a GPU rung does not run a case (cuda::refuses), in the current language; empty when it does.
-std::string refusal(Impl impl, index_t d, Precision p);
+// Why a GPU rung does not run a case or a pass (cuda::refuses), in the current language; empty
+// when it does.
+std::string refusal(Impl impl, index_t d, Precision p, cuda::Pass pass = cuda::Pass::fwd);
+
+// The pass of a bench case, as the CUDA side names it.
+cuda::Pass cuda_pass(bench::Pass pass);
 
 // Refuses (exit 5) when this build has no CUDA or no GPU answers.
 void require_gpu();
 
-// How `bench` and `ladder` run a GPU rung on a case: cuda::forward, cuda::backward (teaching),
-// cuda::time_kernels, with the rung's tiles (teaching: default_tiles; simt, tc, mma: their own).
+// How `bench` and `ladder` run a GPU rung on a case: cuda::forward, cuda::backward (teaching,
+// mma), cuda::time_kernels, each with the rung's tiles for its pass (teaching: default_tiles;
+// simt, tc, mma: cuda::kernel_tiles).
 template <class T>
 bench::Runner<T> gpu_runner(const bench::Case& c, Impl impl, bool deterministic,
                             const bench::Arrays<T>& a);

@@ -2,8 +2,9 @@
 // tc, mma), bottom to top, on one case, in one table. Each rung is run, verified and timed exactly
 // as `bench` does it (flashdemo/benchmark.hpp: the same inputs, FLOPs, sampled verification
 // before timing, device-timed runs); teaching and simt in fp32, tc and mma in --dtype (bf16 or
-// fp16). Above the table, cuBLAS's bf16 GEMM in the same run, the ceiling each rung is a share
-// of. A rung that refuses the case (cuda::refuses) or fails gets a row saying why; the exit code
+// fp16); --pass fwd or bwd (the backward: teaching and mma; simt and tc refuse it). Above the
+// table, cuBLAS's bf16 GEMM in the same run, the ceiling each rung is a share of. A rung that
+// refuses the case or the pass (cuda::refuses) or fails gets a row saying why; the exit code
 // is 1 only when a rung that ran failed its verification.
 // --json: one `gemm_ceiling` object, then per rung a `bench` object (with `rung`, `idea`, and
 // `of_ceiling`, `speedup` when known) or a `rung_skipped` object (docs/trace-format.md, section 9).
@@ -36,6 +37,7 @@ struct LadderOptions {
   index_t b = 4, h = 16, n = 4096, m = 0, d = 128;  // 16k tokens, h d = 2048
   bool causal = false;
   DType dtype = DType::bf16;  // of the tensor-core rungs
+  bench::Pass pass = bench::Pass::fwd;
   index_t reps = 20, warmup = 3;
   std::uint32_t seed = 0;
   index_t keys() const { return m ? m : n; }
@@ -67,7 +69,7 @@ struct Row {
 bench::Case case_for(const LadderOptions& o, Precision p) {
   bench::Case c;
   c.b = o.b, c.h = o.h, c.n = o.n, c.m = o.keys(), c.d = o.d, c.causal = o.causal;
-  c.precision = p, c.seed = o.seed;
+  c.pass = o.pass, c.precision = p, c.seed = o.seed;
   return c;
 }
 
@@ -81,9 +83,10 @@ std::vector<Row> climb(const LadderOptions& o) {
     Row row;
     row.rung = rung, row.step = step++;
     row.precision = tensor_cores(rung) ? dtype_precision(o.dtype) : Precision::fp32;
-    row.why = refusal(rung, o.d, row.precision);
+    row.why = refusal(rung, o.d, row.precision, cuda_pass(o.pass));
     if (!row.why.empty()) {
-      row.why_en = cuda::refuses(rung, o.d, row.precision).english, row.kind = "refused";
+      row.why_en = cuda::refuses(rung, o.d, row.precision, cuda_pass(o.pass)).english;
+      row.kind = "refused";
       rows.push_back(row);
       continue;
     }
@@ -127,7 +130,7 @@ void emit_json(const LadderOptions& o, const std::vector<Row>& rows, double ceil
                         {"idea", ui::text(idea(r.rung), ui::Lang::en)},
                         {"device", "cuda"},
                         {"dtype", precision_name(r.precision)},
-                        {"pass", "fwd"},
+                        {"pass", bench::pass_name(o.pass)},
                         {"b", o.b},
                         {"h", o.h},
                         {"n", o.n},
@@ -169,9 +172,11 @@ void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ce
                  const std::string& ceiling_why) {
   const bench::Case c = case_for(o, Precision::fp32);
   const bool halved = o.causal && o.n == o.keys();
+  const bool bwd = o.pass == bench::Pass::bwd;
   ui::say(Msg::ladder_case, o.b, o.h, o.n, o.keys(), o.d,
-          ui::tr(o.causal ? Msg::ladder_causal : Msg::ladder_not_causal), halved ? " / 2" : "",
-          bench::flops(c), o.warmup, o.reps);
+          ui::tr(o.causal ? Msg::ladder_causal : Msg::ladder_not_causal), bwd ? "2.5 x " : "",
+          halved ? " / 2" : "", bench::flops(c), ui::tr(bwd ? Msg::ladder_bwd : Msg::ladder_fwd),
+          o.warmup, o.reps);
   if (ceiling > 0)
     ui::result(Msg::ladder_ceiling, kCeilingSide, kCeilingSide, kCeilingSide, ceiling, o.reps);
   else
@@ -206,8 +211,10 @@ void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ce
 
 void run_ladder(const LadderOptions& o) {
   if (o.device != Device::cuda) throw Error(kUsage, ui::tr(Msg::ladder_err_cpu));
-  // The inputs (Q, K, V, dO, 4 bytes each) and the outputs, on the host.
-  ensure_fits(double(o.b * o.h) * double(3 * o.n + 2 * o.keys()) * double(o.d) * 4.0,
+  // The inputs (Q, K, V, dO, 4 bytes each) and the outputs (O; the backward's dQ, dK, dV too).
+  const index_t host_rows =
+      o.pass == bench::Pass::bwd ? 4 * (o.n + o.keys()) : 3 * o.n + 2 * o.keys();
+  ensure_fits(double(o.b * o.h) * double(host_rows) * double(o.d) * 4.0,
               ui::tr(Msg::bench_arrays_what));
   require_gpu();
   double ceiling = 0;
@@ -247,6 +254,10 @@ void setup_ladder(CLI::App& app) {
   add_choice<DType>(sub, "--dtype", o->dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}},
                     ui::tr(Msg::ladder_opt_dtype))
       ->default_str("bf16");
+  add_choice<bench::Pass>(sub, "--pass", o->pass,
+                          {{"fwd", bench::Pass::fwd}, {"bwd", bench::Pass::bwd}},
+                          ui::tr(Msg::ladder_opt_pass))
+      ->default_str("fwd");
   add_count(sub, "--reps", o->reps, ui::tr(Msg::ladder_opt_reps), 100000);
   add_count(sub, "--warmup", o->warmup, ui::tr(Msg::ladder_opt_warmup), 1000);
   add_seed(sub, o->seed);

@@ -23,6 +23,11 @@ TEST_CASE("bench: FLOPs are 4 b h n m d, halved when causal with n == m, 2.5x fo
   CHECK(bench::flops(c) == 2.5 * 4.0 * 2 * 3 * 128 * 100 * 64);
 }
 
+TEST_CASE("bench: the pass is named as --pass and the JSON name it") {
+  CHECK(std::string(bench::pass_name(bench::Pass::fwd)) == "fwd");
+  CHECK(std::string(bench::pass_name(bench::Pass::bwd)) == "bwd");
+}
+
 TEST_CASE("bench: bf16 and fp16 inputs are stored in that format; fp32 ones are not rounded") {
   bench::Case c;
   c.n = c.m = 32, c.d = 8;

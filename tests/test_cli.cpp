@@ -816,8 +816,8 @@ bool gpu_here() {
 }
 
 // The GPU rungs simt, tc, mma: every case they cannot run is refused before any work, one line,
-// exit 2, whatever the machine; a case they can run needs a GPU (exit 5 without one), never a
-// crash.
+// exit 2, whatever the machine (the backward runs on teaching and mma only: simt and tc refuse
+// it); a case they can run needs a GPU (exit 5 without one), never a crash.
 TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, exit 5") {
   struct Bad {
     std::string args, names;
@@ -834,10 +834,30 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
       {f + "--impl mma --d 64", "--impl mma runs on tensor cores", 2},
       {f + "--impl mma --dtype bf16", "--impl mma is compiled for d = 64 and 128, not d = 32", 2},
       {f + "--impl simt --dtype fp32 --d 96", "not d = 96", 2},
-      {"backward --device cuda --impl mma --dtype bf16 --d 64",
-       "--impl mma computes the forward only: the GPU backward is --impl teaching for now", 2},
+      // The backward runs on teaching and mma: simt and tc refuse it first, for any d or dtype.
       {"backward --device cuda --impl tc --dtype bf16",  // the lecture's d = 16: still this reason
+       "--impl tc computes the forward only: the backward runs on --impl mma (bf16, fp16) or "
+       "--impl teaching",
+       2},
+      {"backward --device cuda --impl simt",
+       "--impl simt computes the forward only: the backward runs on --impl mma", 2},
+      {"backward --device cuda --impl simt --dtype fp32 --d 64", "--impl simt computes the forward",
+       2},
+      {"backward --device cuda --impl tc --dtype fp16 --d 128 --block-q 32",
        "--impl tc computes the forward only", 2},
+      // mma's backward: bf16/fp16, d = 64 or 128, its own 64 x 64 tiles, no tile trace.
+      {"backward --device cuda --impl mma", "--impl mma runs on tensor cores: use --dtype bf16", 2},
+      {"backward --device cuda --impl mma --dtype fp32 --d 64", "--impl mma runs on tensor cores",
+       2},
+      {"backward --device cuda --impl mma --dtype bf16", "not d = 16", 2},  // the lecture's d
+      {"backward --device cuda --impl mma --dtype bf16 --d 64 --block-q 128",
+       "--impl mma computes fixed 64 x 64 tiles", 2},
+      {"backward --device cuda --impl mma --dtype bf16 --d 64 --trace tiles",
+       "--trace tiles: the GPU kernels of --impl mma record no backward trace", 2},
+      {"backward --device cuda --impl mma --dtype fp16 --d 128 --trace rows --json",
+       "--trace rows: the GPU kernels of --impl mma record no backward trace", 2},
+      {"backward --device cuda --impl mma --dtype bf16 --d 64 --break no-max",
+       "--break runs on the CPU", 2},
       {f + "--impl mma --dtype bf16 --d 64 --block-q 32", "--impl mma computes fixed ", 2},
       {f + "--impl tc --dtype bf16 --d 64 --block-q 32", "--impl tc computes fixed 64 x 64", 2},
       {f + "--impl tc --dtype fp16 --d 128 --block-k 128", "--impl tc computes fixed 64 x 64", 2},
@@ -849,7 +869,12 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
       {b + "--impl tc", "--impl tc runs on tensor cores", 2},
       {b + "--impl mma --dtype bf16 --d 32", "not d = 32", 2},
       {b + "--impl simt --dtype fp64", "--impl simt computes in fp32", 2},
-      {b + "--impl simt --pass bwd", "the GPU backward is --impl teaching for now", 2},
+      {b + "--impl simt --pass bwd",
+       "--impl simt computes the forward only: the backward runs on --impl mma", 2},
+      {b + "--impl tc --pass bwd --dtype bf16", "--impl tc computes the forward only", 2},
+      {b + "--impl simt --pass bwd --dtype fp64", "--impl simt computes the forward only", 2},
+      {b + "--impl mma --pass bwd", "--impl mma runs on tensor cores", 2},
+      {b + "--impl mma --pass bwd --dtype bf16 --d 32", "not d = 32", 2},
   };
   for (const Bad& x : refused) {
     const Run r = run(x.args);
@@ -865,6 +890,17 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
   CHECK(has(zh.err, "张量核心"));
   CHECK(has(run(f + "--impl simt --d 64 --lang zh").err, "以 fp32 计算"));
   CHECK(has(run(f + "--impl tc --dtype bf16 --lang zh").err, "不支持 d = 32"));
+  for (const char* args : {"backward --device cuda --impl tc --dtype bf16 --lang zh",
+                           "bench --device cuda --impl simt --pass bwd --lang zh"}) {
+    const Run r = run(args);
+    INFO(args << " | " << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "只计算前向：反向请用 --impl mma"));
+  }
+  CHECK(
+      has(run("backward --device cuda --impl mma --dtype bf16 --d 64 --trace tiles --lang zh").err,
+          "不记录反向追踪"));
   // With --q, --k, --v the files' d decides.
   write_inputs(8, 8, 3);
   const Run d3 = run(f + "--impl mma --dtype bf16 " + kQKV);
@@ -887,6 +923,13 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
       b + "--impl tc --dtype bf16 --json",
       b + "--impl mma --dtype fp16 --d 128 --causal",
       b + "--impl teaching --dtype bf16 --pass bwd",
+      // the backward on mma: accepted, so without a GPU the missing device is the reason
+      "backward --device cuda --impl mma --dtype bf16 --d 64",
+      "backward --device cuda --impl mma --dtype fp16 --d 128 --causal --deterministic",
+      "backward --device cuda --impl mma --dtype bf16 --d 64 --block-q 64 --block-k 64",
+      "backward --device cuda --impl mma --precision bf16 --d 128 --trace summary",
+      b + "--impl mma --pass bwd --dtype bf16",
+      b + "--impl mma --pass bwd --dtype fp16 --d 128 --causal --json",
   };
   for (const std::string& args : runnable) {
     const Run r = run(args);
@@ -903,8 +946,9 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
 TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU one line, exit 5") {
   const Run help = run("ladder --help");
   REQUIRE(help.code == 0);
-  for (const char* option : {"--b", "--h", "--n", "--m", "--d", "--causal", "--reps", "--warmup",
-                             "--seed", "--dtype TEXT:{bf16, fp16}=bf16", "--device"})
+  for (const char* option :
+       {"--b", "--h", "--n", "--m", "--d", "--causal", "--reps", "--warmup", "--seed",
+        "--dtype TEXT:{bf16, fp16}=bf16", "--device", "--pass TEXT:{fwd, bwd}=fwd"})
     CHECK(has(help.out, option));
   CHECK(has(help.out, "--n INT:INT>=1=4096"));
   CHECK(has(help.out, "--d INT:INT>=1=128"));
@@ -927,7 +971,8 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
       {"ladder --seed -1", "--seed"},
       {"ladder --b 99999999999999999999", "--b"},
       {"ladder --impl mma", "--impl"},
-      {"ladder --pass bwd", "--pass"},
+      {"ladder --pass xyz", "--pass"},
+      {"ladder --pass", "--pass"},
   };
   for (const Bad& b : bad) {
     const Run r = run(b.args);
@@ -939,8 +984,10 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
   }
   CHECK(has(run("ladder --device cpu --lang zh").err, "只能用 --device cuda"));
   if (gpu_here()) return;
-  for (const char* args : {"ladder", "ladder --json", "ladder --dtype fp16 --d 64 --causal",
-                           "ladder --n 1024 --reps 50 --json --lang zh", "ladder --quiet"}) {
+  for (const char* args :
+       {"ladder", "ladder --json", "ladder --dtype fp16 --d 64 --causal",
+        "ladder --n 1024 --reps 50 --json --lang zh", "ladder --quiet", "ladder --pass bwd",
+        "ladder --pass bwd --d 64 --causal --json", "ladder --pass fwd --lang zh"}) {
     const Run r = run(args);
     INFO(args << " | " << r.err);
     CHECK(r.code == 5);

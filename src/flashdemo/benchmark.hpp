@@ -31,6 +31,11 @@ namespace fd::bench {
 
 enum class Pass { fwd, bwd };
 
+// "fwd" or "bwd": the value of --pass, and of "pass" in bench's and ladder's JSON.
+inline const char* pass_name(Pass p) {
+  return p == Pass::bwd ? "bwd" : "fwd";
+}
+
 // One case: the sizes, the mask (top-left causal or none), the pass and the precision it runs in
 // (fp64, fp32; bf16 and fp16: inputs stored in that format, sums in fp32, computed in float).
 struct Case {
