@@ -236,10 +236,7 @@ void setup_bench(CLI::App& app) {
   add_count(sub, "--m", o->m, ui::tr(Msg::opt_m), big)->default_str("n");
   add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
   sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
-  add_choice<bench::Pass>(sub, "--pass", o->pass,
-                          {{"fwd", bench::Pass::fwd}, {"bwd", bench::Pass::bwd}},
-                          ui::tr(Msg::bench_opt_pass))
-      ->default_str("fwd");
+  add_pass(sub, o->pass, ui::tr(Msg::bench_opt_pass));
   add_count(sub, "--threads", o->threads, ui::tr(Msg::bench_opt_threads), 1024);
   add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000)
       ->default_str("20 cuda, 5 cpu");

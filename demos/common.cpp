@@ -124,6 +124,12 @@ CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<do
   return app->add_option(name, value, help)->check(CLI::Validator(check, "NUMBER", ""));
 }
 
+CLI::Option* add_pass(CLI::App* app, bench::Pass& value, const std::string& help) {
+  return add_choice<bench::Pass>(app, "--pass", value,
+                                 {{"fwd", bench::Pass::fwd}, {"bwd", bench::Pass::bwd}}, help)
+      ->default_str("fwd");
+}
+
 CLI::Option* add_dtype(CLI::App* app, DType& value, bool low) {
   std::vector<std::pair<std::string, DType>> names{
       {"fp64", DType::fp64}, {"fp32", DType::fp32}, {"f64", DType::fp64}, {"f32", DType::fp32}};

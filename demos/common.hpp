@@ -8,6 +8,7 @@
 #include <string>
 
 #include "flashdemo/attention.hpp"
+#include "flashdemo/benchmark.hpp"
 #include "flashdemo/precision.hpp"
 #include "ui/i18n.hpp"
 
@@ -66,6 +67,9 @@ CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<do
                         const std::string& help);
 // --dtype fp64|fp32 (f64, f32 accepted); with `low`, bf16 and fp16 too.
 CLI::Option* add_dtype(CLI::App* app, DType& value, bool low = false);
+
+// --pass fwd|bwd (default fwd), for bench, ladder and ring.
+CLI::Option* add_pass(CLI::App* app, bench::Pass& value, const std::string& help);
 
 // An option taking one name from a fixed list; anything else is refused listing the names.
 template <class E>

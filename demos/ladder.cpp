@@ -254,10 +254,7 @@ void setup_ladder(CLI::App& app) {
   add_choice<DType>(sub, "--dtype", o->dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}},
                     ui::tr(Msg::ladder_opt_dtype))
       ->default_str("bf16");
-  add_choice<bench::Pass>(sub, "--pass", o->pass,
-                          {{"fwd", bench::Pass::fwd}, {"bwd", bench::Pass::bwd}},
-                          ui::tr(Msg::ladder_opt_pass))
-      ->default_str("fwd");
+  add_pass(sub, o->pass, ui::tr(Msg::ladder_opt_pass));
   add_count(sub, "--reps", o->reps, ui::tr(Msg::ladder_opt_reps), 100000);
   add_count(sub, "--warmup", o->warmup, ui::tr(Msg::ladder_opt_warmup), 1000);
   add_seed(sub, o->seed);

@@ -438,10 +438,7 @@ void setup_ring(CLI::App& app) {
       {{"auto", Layout::automatic}, {"zigzag", Layout::zigzag}, {"contiguous", Layout::contiguous}},
       ui::tr(Msg::ring_opt_layout))
       ->default_str("auto");
-  add_choice<bench::Pass>(sub, "--pass", o->pass,
-                          {{"fwd", bench::Pass::fwd}, {"bwd", bench::Pass::bwd}},
-                          ui::tr(Msg::ring_opt_pass))
-      ->default_str("fwd");
+  add_pass(sub, o->pass, ui::tr(Msg::ring_opt_pass));
   add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      ui::tr(Msg::ring_opt_device))
       ->default_str("cpu");

@@ -26,6 +26,7 @@
 #include "cuda/mma.cuh"
 #include "cuda/ptx.cuh"
 #include "flashdemo/mask.hpp"
+#include "flashdemo/tile_math.hpp"
 #include "flashdemo/tiling.hpp"
 
 namespace fd::cuda {
@@ -204,7 +205,7 @@ __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a
     for (int nb = 0; nb < B / 8; ++nb)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        ds[nb][e] = st[nb][e] * (ds[nb][e] - Di[nb * 8 + 2 * t + (e & 1)]);
+        ds[nb][e] = softmax_grad(st[nb][e], ds[nb][e], Di[nb * 8 + 2 * t + (e & 1)]);
     to_a_fragments<E, B>(ds, af);
     mma_ab<D, B>(dk, af, Qi, lane);  // dK += dS^T Q
     __syncthreads();                 // before the next copy overwrites this stage
@@ -278,7 +279,7 @@ __global__ void __launch_bounds__(kTcThreads) mma_dq_kernel(const BwdArgs<E> a) 
 #pragma unroll
     for (int nb = 0; nb < B / 8; ++nb)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) ds[nb][e] = p[nb][e] * (ds[nb][e] - Dq[e >> 1]);
+      for (int e = 0; e < 4; ++e) ds[nb][e] = softmax_grad(p[nb][e], ds[nb][e], Dq[e >> 1]);
     std::uint32_t af[B / 16][4];
     to_a_fragments<E, B>(ds, af);
     mma_ab<D, B>(dq, af, Kj, lane);  // dQ += dS K
