@@ -133,7 +133,7 @@ struct RungGradients {
   std::vector<float> O, L, dQ, dK, dV, D;
 };
 RungGradients rung_gradients(Precision prec, const RungCase& c, const AttnParams& p,
-                             const Heads<float>& in) {
+                             const Heads<float>& in, bool deterministic) {
   const cuda::Shape s{c.b, c.h, c.n, c.m, c.d};
   RungGradients g{
       std::vector<float>(in.Q.size()), std::vector<float>(std::size_t(s.heads() * c.n)),
@@ -143,16 +143,17 @@ RungGradients rung_gradients(Precision prec, const RungCase& c, const AttnParams
   cuda::forward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d), v, Impl::mma, in.Q.data(),
                        in.K.data(), in.V.data(), g.O.data(), g.L.data());
   cuda::backward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d, cuda::Pass::bwd), v, Impl::mma,
-                        false, in.Q.data(), in.K.data(), in.V.data(), g.O.data(), g.L.data(),
+                        deterministic, in.Q.data(), in.K.data(), in.V.data(), g.O.data(), g.L.data(),
                         nullptr, in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data(), g.D.data());
   return g;
 }
 
-void check_rung_backward(Precision prec, const RungCase& c, const AttnParams& p) {
+void check_rung_backward(Precision prec, const RungCase& c, const AttnParams& p,
+                         bool deterministic) {
   const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
   Heads<float> in = random_heads<float>(shape, 29);
   for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
-  const RungGradients g = rung_gradients(prec, c, p, in);
+  const RungGradients g = rung_gradients(prec, c, p, in, deterministic);
   for (index_t h = 0; h < c.b * c.h; ++h) {
     const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
                                    head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
@@ -266,33 +267,46 @@ TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, hea
 }
 
 TEST_CASE("the rungs: mma's backward passes the correctness rule: odd shapes, alignments, heads") {
-  for (Precision prec : {Precision::bf16, Precision::fp16})
-    for (const RungCase& c : kRungCases)
-      for (bool causal : {false, true})
-        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
-          if (!causal && align == CausalAlign::bottom_right) continue;
-          INFO(precision_name(prec)
-               << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
-               << " causal=" << causal << " align=" << int(align));
-          check_rung_backward(prec, c, AttnParams{causal, align, {}});
-        }
+  for (bool deterministic : {false, true})
+    for (Precision prec : {Precision::bf16, Precision::fp16})
+      for (const RungCase& c : kRungCases)
+        for (bool causal : {false, true})
+          for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+            if (!causal && align == CausalAlign::bottom_right) continue;
+            INFO(precision_name(prec) << " b=" << c.b << " h=" << c.h << " n=" << c.n
+                                      << " m=" << c.m << " d=" << c.d << " causal=" << causal
+                                      << " align=" << int(align)
+                                      << " deterministic=" << deterministic);
+            check_rung_backward(prec, c, AttnParams{causal, align, {}}, deterministic);
+          }
 }
 
-TEST_CASE("the rungs: mma's backward gives rows that see no key zero gradients, bit-identically") {
+TEST_CASE("the rungs: mma's backward gives rows that see no key zero gradients; --deterministic "
+          "is bit-identical") {
   const RungCase c{1, 2, 90, 20, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
   const AttnParams p{true, CausalAlign::bottom_right, {}};
   Heads<float> in = random_heads<float>(Case{1, 2, 90, 20, 64, 64, 64}, 31);
   for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
-  const RungGradients a = rung_gradients(Precision::bf16, c, p, in);
-  const RungGradients b = rung_gradients(Precision::bf16, c, p, in);
+  for (bool deterministic : {false, true}) {
+    INFO("deterministic=" << deterministic);
+    const RungGradients a = rung_gradients(Precision::bf16, c, p, in, deterministic);
+    for (index_t h = 0; h < 2; ++h)
+      for (index_t q = 0; q < 70; ++q)
+        for (index_t x = 0; x < 64; ++x)
+          REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
+    for (const auto* g : {&a.dQ, &a.dK, &a.dV})
+      for (float v : *g) REQUIRE(std::isfinite(v));
+  }
+  // Many key tiles add into each dQ row, so the order of the atomics could show; not here.
+  const RungCase big{2, 3, 1000, 1100, 128};
+  Heads<float> x = random_heads<float>(Case{2, 3, 1000, 1100, 128, 64, 64}, 37);
+  for (auto* y : {&x.Q, &x.K, &x.V, &x.dO}) *y = rounded(*y, Precision::bf16);
+  const AttnParams none{false, {}, {}};
+  const RungGradients a = rung_gradients(Precision::bf16, big, none, x, true);
+  const RungGradients b = rung_gradients(Precision::bf16, big, none, x, true);
   CHECK(a.dQ == b.dQ);
   CHECK(a.dK == b.dK);
   CHECK(a.dV == b.dV);
-  for (index_t h = 0; h < 2; ++h)
-    for (index_t q = 0; q < 70; ++q)
-      for (index_t x = 0; x < 64; ++x) REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
-  for (float v : a.dK) REQUIRE(std::isfinite(v));
-  for (float v : a.dV) REQUIRE(std::isfinite(v));
 }
 
 TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
@@ -398,25 +412,27 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
 // FLOPs counted as 2.5 times the forward's.
 TEST_CASE("rung backward speed, printed" * doctest::skip()) {
   for (index_t d : {64, 128})
-    for (bool causal : {false, true}) {
-      const index_t n = 4096, b = 4, h = 2048 / d;
-      const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
-      const double flops =
-          2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
-      const std::vector<float> q = rounded(in.Q, Precision::bf16),
-                               k = rounded(in.K, Precision::bf16),
-                               v = rounded(in.V, Precision::bf16),
-                               o = rounded(in.dO, Precision::bf16);
-      auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
-                                         cuda::kernel_tiles(Impl::mma, d, cuda::Pass::bwd),
-                                         Variant{Precision::bf16, Mistake::none}, Impl::mma,
-                                         cuda::Pass::bwd, false, q.data(), k.data(), v.data(),
-                                         o.data(), 2, 10);
-      std::sort(t.ms.begin(), t.ms.end());
-      const double ms = t.ms[t.ms.size() / 2];
-      MESSAGE("mma backward d=" << d << " causal=" << causal << ": " << ms << " ms, "
-                                << flops / ms / 1e9 << " TFLOP/s");
-    }
+    for (bool causal : {false, true})
+      for (bool deterministic : {false, true}) {
+        const index_t n = 4096, b = 4, h = 2048 / d;
+        const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
+        const double flops =
+            2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+        const std::vector<float> q = rounded(in.Q, Precision::bf16),
+                                 k = rounded(in.K, Precision::bf16),
+                                 v = rounded(in.V, Precision::bf16),
+                                 o = rounded(in.dO, Precision::bf16);
+        auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
+                                           cuda::kernel_tiles(Impl::mma, d, cuda::Pass::bwd),
+                                           Variant{Precision::bf16, Mistake::none}, Impl::mma,
+                                           cuda::Pass::bwd, deterministic, q.data(), k.data(),
+                                           v.data(), o.data(), 2, 10);
+        std::sort(t.ms.begin(), t.ms.end());
+        const double ms = t.ms[t.ms.size() / 2];
+        MESSAGE("mma backward d=" << d << " causal=" << causal << " deterministic="
+                                  << deterministic << ": " << ms << " ms, " << flops / ms / 1e9
+                                  << " TFLOP/s");
+      }
 }
 
 int main(int argc, char** argv) {

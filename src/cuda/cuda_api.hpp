@@ -86,9 +86,9 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
              KernelTrace* trace = nullptr);
 
 // Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
-// through atomics or, with deterministic, in a separate pass over query tiles (teaching); mma
-// (bf16/fp16 in variant.p_in, tiles fixed) always computes dQ in its own pass, so it is
-// deterministic either way. L_lo may be null.
+// through fp32 atomics or, with deterministic, in a separate pass over query tiles, bit-
+// reproducible (teaching and mma; mma takes bf16/fp16 in variant.p_in, its tiles fixed). L_lo
+// may be null.
 template <class T>
 void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, Impl impl,
               bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,

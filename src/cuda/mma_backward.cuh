@@ -10,14 +10,17 @@
 //     dP^T = V_j dO_i^T
 //     dS^T = P^T (dP^T - D_q)
 //     dK_j += dS^T Q_i                       then dK = scale dK at the end
-//   per query tile i (64 rows, 4 warps of 16), for every key tile j < J_i:
-//     S = Q_i K_j^T,  P = exp2(S c - L2),  dP = dO_i V_j^T,  dS = P (dP - D)
-//     dQ_i += dS K_j                         then dQ = scale dQ
+//   and dQ in one of two ways:
+//     atomic (the default): in the same loop, dS^T to shared memory (keys x queries), then each
+//       warp's 16 query rows of dS K_j, scaled, added into dQ (zeroed first) by fp32 atomics;
+//     deterministic: per query tile i (64 rows, 4 warps of 16), for every key tile j < J_i:
+//       S = Q_i K_j^T,  P = exp2(S c - L2),  dP = dO_i V_j^T,  dS = P (dP - D)
+//       dQ_i += dS K_j                       then dQ = scale dQ
 //
-// dQ gets its own pass instead of atomics into an accumulator: two more products per tile pair
-// (S and dP are formed twice), but no atomics and no shared-memory transpose of dS, and every
-// run is bit-identical. The C fragment of a product is, pair by pair, the A fragment of the next
-// (as in mma.cuh's P V). A row with L = -inf (it saw no key) or past n has L2 = +inf here, so its
+// The atomic dQ adds one product per tile pair; the order in which blocks add is the hardware's,
+// so dQ can differ in its last bits from run to run. The deterministic pass forms S and dP a
+// second time (two more products per pair) but every run is bit-identical. The C fragment of a
+// product is, pair by pair, the A fragment of the next (as in mma.cuh's P V). A row with L = -inf (it saw no key) or past n has L2 = +inf here, so its
 // P is exp2(-inf) = 0: zero gradients, no NaN.
 #pragma once
 
@@ -90,19 +93,19 @@ __device__ inline void to_a_fragments(const float (&c)[K / 8][4], std::uint32_t 
   }
 }
 
-// C (16 x D) += A (16 x K, fragments) * B[0 .. K)[0 .. D), B's rows in a swizzled tile (read
-// transposed by ldmatrix.trans: B's rows are the k index).
-template <int D, int K, class E>
-__device__ inline void mma_ab(float (&c)[D / 8][4], const std::uint32_t (&a)[K / 16][4], const E* B,
-                              int lane) {
+// C (16 x W) += A (16 x K, fragments) * B[0 .. K)[c0 .. c0 + W), B's rows (D elements) in a
+// swizzled tile, read transposed by ldmatrix.trans: B's rows are the k index.
+template <int D, int K, int W = D, class E>
+__device__ inline void mma_ab(float (&c)[W / 8][4], const std::uint32_t (&a)[K / 16][4], const E* B,
+                              int lane, int c0 = 0) {
 #pragma unroll
   for (int kt = 0; kt < K / 16; ++kt)
 #pragma unroll
-    for (int nb = 0; nb < D / 16; ++nb) {
+    for (int nb = 0; nb < W / 16; ++nb) {
       std::uint32_t b[4];
       ptx::ldmatrix_x4_trans(
           b, ptx::smem_address(B + swizzled<D>(kt * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                               nb * 2 + (lane >> 4))));
+                                               c0 / 8 + nb * 2 + (lane >> 4))));
       ptx::mma_16816<E>(c[2 * nb], a[kt], b[0], b[1]);
       ptx::mma_16816<E>(c[2 * nb + 1], a[kt], b[2], b[3]);
     }
@@ -132,7 +135,56 @@ __device__ inline void store_rows(float* X, const float (&c)[D / 8][4], index_t 
   }
 }
 
+// The warp's dS^T fragments (keys kr + g (+ 8), queries 16 kt + 2t (+ 1) (+ 8)), as to_a_fragments
+// packed them, into the B x B tile sdS^T of shared memory: rows are keys, columns queries.
+template <int B>
+__device__ inline void store_ds_transposed(std::uint32_t* sdst, const std::uint32_t (&af)[B / 16][4],
+                                           int kr, int lane) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int kt = 0; kt < B / 16; ++kt)
+#pragma unroll
+    for (int x = 0; x < 4; ++x)  // x: row g or g + 8 (bit 0), query chunk 2 kt or 2 kt + 1 (bit 1)
+      sdst[(swizzled<B>(kr + g + 8 * (x & 1), 2 * kt + (x >> 1)) + 2 * t) / 2] = af[kt][x];
+}
+
+// dQ[q0 + qr ..][..] += scale dS K_j for the warp's 16 query rows qr: dS's A fragments read
+// transposed out of sdS^T, K_j's rows the k index; added by fp32 atomics in column chunks of 32
+// (few registers live beside dK_j and dV_j).
 template <class E, int D>
+__device__ inline void add_dq_atomic(float* dQ, const E* sdst, const E* sK, index_t q0, int qr,
+                                     index_t n, float scale, int lane) {
+  constexpr int B = kBwdTile, W = 32;
+  const int g = lane / 4, t = lane % 4, mi = lane >> 3;
+  std::uint32_t af[B / 16][4];
+#pragma unroll
+  for (int kt = 0; kt < B / 16; ++kt)
+    ptx::ldmatrix_x4_trans(af[kt], ptx::smem_address(sdst + swizzled<B>(kt * 16 + (lane & 7) +
+                                                                            ((mi >> 1) << 3),
+                                                                        qr / 8 + (mi & 1))));
+#pragma unroll
+  for (int c0 = 0; c0 < D; c0 += W) {
+    float c[W / 8][4] = {};
+    mma_ab<D, B, W>(c, af, sK, lane, c0);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const index_t q = q0 + qr + g + 8 * r;
+      if (q >= n) continue;
+#pragma unroll
+      for (int nb = 0; nb < W / 8; ++nb) {
+        float* to = dQ + q * D + c0 + nb * 8 + 2 * t;
+#if __CUDA_ARCH__ >= 900
+        atomicAdd(reinterpret_cast<float2*>(to),
+                  make_float2(c[nb][2 * r] * scale, c[nb][2 * r + 1] * scale));
+#else
+        atomicAdd(to, c[nb][2 * r] * scale), atomicAdd(to + 1, c[nb][2 * r + 1] * scale);
+#endif
+      }
+    }
+  }
+}
+
+template <class E, int D, bool kAtomicDq>
 __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a) {
   constexpr int B = kBwdTile;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -142,6 +194,7 @@ __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a
   E* sdO = sQ + 2 * B * D;                                 // 2 stages of B x D
   float* sL2 = reinterpret_cast<float*>(sdO + 2 * B * D);  // 2 stages of B
   float* sD = sL2 + 2 * B;                                 // 2 stages of B
+  E* sdst = reinterpret_cast<E*>(sD + 2 * B);              // B x B: dS^T, for the atomic dQ
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const index_t j = blockIdx.x, head = blockIdx.y, k0 = j * B, Tr = a.tiling.Tr();
   const E* Q = a.Q + head * a.n * D;
@@ -207,8 +260,13 @@ __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a
       for (int e = 0; e < 4; ++e)
         ds[nb][e] = softmax_grad(st[nb][e], ds[nb][e], Di[nb * 8 + 2 * t + (e & 1)]);
     to_a_fragments<E, B>(ds, af);
+    if constexpr (kAtomicDq) store_ds_transposed<B>(reinterpret_cast<std::uint32_t*>(sdst), af, kr, lane);
     mma_ab<D, B>(dk, af, Qi, lane);  // dK += dS^T Q
-    __syncthreads();                 // before the next copy overwrites this stage
+    if constexpr (kAtomicDq) {
+      __syncthreads();  // every warp's keys of dS^T in place
+      add_dq_atomic<E, D>(a.dQ + head * a.n * D, sdst, sK, q0, kr, a.n, a.scale, lane);
+    }
+    __syncthreads();  // before the next copy overwrites this stage (and dS^T)
   }
   ptx::cp_async_wait<0>();
   store_rows<D>(a.dK + head * a.m * D, dk, k0 + kr, a.m, a.scale, lane);
@@ -289,9 +347,10 @@ __global__ void __launch_bounds__(kTcThreads) mma_dq_kernel(const BwdArgs<E> a) 
   store_rows<D>(a.dQ + head * a.n * D, dq, q0 + qr, a.n, a.scale, lane);
 }
 
-template <int D>
+template <int D, bool kAtomicDq>
 constexpr std::size_t mma_dkdv_smem_bytes() {
-  return 2 * std::size_t(6 * kBwdTile * D) + 4 * sizeof(float) * kBwdTile;
+  return 2 * std::size_t(6 * kBwdTile * D) + 4 * sizeof(float) * kBwdTile +
+         (kAtomicDq ? 2 * std::size_t(kBwdTile * kBwdTile) : 0);
 }
 template <int D>
 constexpr std::size_t mma_dq_smem_bytes() {

@@ -5,8 +5,9 @@
 //   kernel:          simt<d>;  tc: 16-byte loads, 1 row fragment per warp (Br = 64);
 //                    mma: cp.async double buffer, 2 row fragments per warp (Br = 128)
 //   grid:            (Tr, b h), causal query tiles longest first;  L_lo = 0 (L is fp32)
-//   backward (mma):  D = rowsum(dO O), then dK, dV per key tile (Tc, b h), then dQ per query
-//                    tile (Tr, b h), all on 64 x 64 tiles (mma_backward.cuh); outputs in fp32
+//   backward (mma):  D = rowsum(dO O), then dK, dV per key tile (Tc, b h) with dQ by fp32
+//                    atomics, or (deterministic) dQ per query tile (Tr, b h) in its own pass,
+//                    all on 64 x 64 tiles (mma_backward.cuh); outputs in fp32
 #include <cublas_v2.h>  // types only: the library itself is opened with dlopen
 #include <dlfcn.h>
 
@@ -208,16 +209,26 @@ struct BackwardArrays {
         dV(p.K.count) {}
 };
 
+template <class E, int D, bool kAtomicDq>
+void launch_dkdv(const BwdArgs<E>& a, const BackwardArrays<E>& g, index_t heads) {
+  constexpr std::size_t bytes = mma_dkdv_smem_bytes<D, kAtomicDq>();
+  allow_smem(mma_dkdv_kernel<E, D, kAtomicDq>, bytes);
+  mma_dkdv_kernel<E, D, kAtomicDq>
+      <<<dim3(unsigned(g.tiling.Tc()), unsigned(heads)), kTcThreads, bytes>>>(a);
+}
+
 template <class E, int D>
-void launch_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g) {
+void launch_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
   const index_t rows = p.s.heads() * p.s.n;
   mma_bwd_dot_kernel<E, D>
       <<<unsigned((rows + 3) / 4), kTcThreads>>>(p.O.ptr, g.dO.ptr, g.D.ptr, rows);
   const BwdArgs<E> a{p.Q.ptr,  p.K.ptr, p.V.ptr, g.dO.ptr, p.L.ptr, g.D.ptr, g.dQ.ptr, g.dK.ptr,
                      g.dV.ptr, p.s.n,   p.s.m,   g.tiling, p.mask,  p.scale, p.scale2};
-  allow_smem(mma_dkdv_kernel<E, D>, mma_dkdv_smem_bytes<D>());
-  mma_dkdv_kernel<E, D><<<dim3(unsigned(g.tiling.Tc()), unsigned(p.s.heads())), kTcThreads,
-                          mma_dkdv_smem_bytes<D>()>>>(a);
+  if (!deterministic) {  // dQ by atomics, inside the dK/dV kernel
+    check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
+    return launch_dkdv<E, D, true>(a, g, p.s.heads());
+  }
+  launch_dkdv<E, D, false>(a, g, p.s.heads());
   allow_smem(mma_dq_kernel<E, D>, mma_dq_smem_bytes<D>());
   mma_dq_kernel<E, D><<<dim3(unsigned(g.tiling.Tr()), unsigned(p.s.heads())), kTcThreads,
                         mma_dq_smem_bytes<D>()>>>(a);
@@ -225,12 +236,13 @@ void launch_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g) {
 
 // One backward of the problem (O and L already in p): the switch from d to compiled kernels.
 template <class E>
-void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g) {
+void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
   if (p.s.heads() == 0 || p.s.n == 0 || p.s.m == 0) return;
   if constexpr (std::is_same_v<E, float>) {
     throw CudaError("the simt rung has no backward");
   } else {
-    p.s.d == 128 ? launch_backward_d<E, 128>(p, g) : launch_backward_d<E, 64>(p, g);
+    p.s.d == 128 ? launch_backward_d<E, 128>(p, g, deterministic)
+                 : launch_backward_d<E, 64>(p, g, deterministic);
   }
 }
 
@@ -266,9 +278,9 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 }
 
 template <class T>
-void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
-                   const T* K, const T* V, const T* O, const T* L, const T* dO, T* dQ, T* dK, T* dV,
-                   T* D) {
+void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
+                   bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
+                   const T* dO, T* dQ, T* dK, T* dV, T* D) {
   with_element<T>(
       s, v, impl,
       [&](auto element) {
@@ -278,7 +290,7 @@ void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl imp
         const std::vector<float> l(L, L + s.heads() * s.n);
         p.L.upload(l.data());
         BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
-        launch_backward(p, g);
+        launch_backward(p, g, deterministic);
         check_launch("the backward kernels");
         auto down = [](const DeviceArray<float>& x, T* out) {
           std::vector<float> h(x.count);
@@ -292,7 +304,8 @@ void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl imp
 
 template <class T>
 Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
-                          const T* Q, const T* K, const T* V, const T* dO, int warmup, int reps) {
+                          bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
+                          int warmup, int reps) {
   return with_element<T>(
       s, v, impl,
       [&](auto element) {
@@ -301,7 +314,7 @@ Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, I
         launch(p);  // O and L for the backward
         check_launch("the forward kernel");
         BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
-        return time_events([&] { launch_backward(p, g); }, warmup, reps);
+        return time_events([&] { launch_backward(p, g, deterministic); }, warmup, reps);
       },
       Pass::bwd);
 }
@@ -348,10 +361,10 @@ double gemm_tflops_bf16(index_t n, int reps) {
 }
 
 #define FD_BACKWARD(T)                                                                            \
-  template void rung_backward(const Shape&, const AttnParams&, Variant, Impl, const T*, const T*, \
-                              const T*, const T*, const T*, const T*, T*, T*, T*, T*);            \
-  template Timing rung_time_backward(const Shape&, const AttnParams&, Variant, Impl, const T*,    \
-                                     const T*, const T*, const T*, int, int);
+  template void rung_backward(const Shape&, const AttnParams&, Variant, Impl, bool, const T*,    \
+                              const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);  \
+  template Timing rung_time_backward(const Shape&, const AttnParams&, Variant, Impl, bool,        \
+                                     const T*, const T*, const T*, const T*, int, int);
 FD_BACKWARD(float)
 FD_BACKWARD(double)
 #undef FD_BACKWARD

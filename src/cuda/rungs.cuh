@@ -25,15 +25,17 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
                  const T* K, const T* V, int warmup, int reps);
 
 // The backward of rung `impl` (mma) on host arrays: O and L from a forward (any path), dO given;
-// dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums.
+// dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums. dQ by fp32 atomics, or, deterministic,
+// in its own pass (bit-reproducible).
 template <class T>
-void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
-                   const T* K, const T* V, const T* O, const T* L, const T* dO, T* dQ, T* dK, T* dV,
-                   T* D);
+void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
+                   bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
+                   const T* dO, T* dQ, T* dK, T* dV, T* D);
 
 // CUDA-event times of rung `impl`'s backward (its own forward first, for O and L).
 template <class T>
 Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
-                          const T* Q, const T* K, const T* V, const T* dO, int warmup, int reps);
+                          bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
+                          int warmup, int reps);
 
 }  // namespace fd::cuda
