@@ -126,7 +126,8 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
                     {"fast", Impl::fast},
                     {"simt", Impl::simt},
                     {"tc", Impl::tc},
-                    {"mma", Impl::mma}},
+                    {"mma", Impl::mma},
+                    {"hopper", Impl::hopper}},
                    tr(Msg::opt_impl))
       ->default_str("teaching");
   add_count(sub, "--threads", o.threads, tr(Msg::opt_threads), 1024)->default_str("all");

@@ -27,7 +27,7 @@ namespace {
 using ui::Msg;
 
 // reference, tiled, fast, gemm on the CPU; the GPU rungs (fd::Impl) on CUDA.
-enum class Impl { reference, tiled, fast, gemm, teaching, simt, tc, mma };
+enum class Impl { reference, tiled, fast, gemm, teaching, simt, tc, mma, hopper };
 
 struct BenchOptions {
   Device device = Device::cpu;
@@ -47,7 +47,8 @@ struct BenchOptions {
 };
 
 const char* impl_name(Impl i) {
-  const char* names[] = {"reference", "tiled", "fast", "gemm", "teaching", "simt", "tc", "mma"};
+  const char* names[] = {"reference", "tiled", "fast",  "gemm",  "teaching",
+                         "simt",      "tc",    "mma",   "hopper"};
   return names[int(i)];
 }
 
@@ -64,6 +65,8 @@ fd::Impl rung(Impl i) {
       return fd::Impl::tc;
     case Impl::mma:
       return fd::Impl::mma;
+    case Impl::hopper:
+      return fd::Impl::hopper;
     default:
       return fd::Impl::teaching;
   }
@@ -195,7 +198,7 @@ void check_impl(const BenchOptions& o) {
   if (on_gpu(o.impl) != (o.device == Device::cuda))
     throw Error(kUsage, ui::tr(Msg::bench_err_impl, impl_name(o.impl),
                                o.device == Device::cuda ? "cuda" : "cpu",
-                               o.device == Device::cuda ? "teaching, simt, tc, mma"
+                               o.device == Device::cuda ? "teaching, simt, tc, mma, hopper"
                                                         : "reference, tiled, fast, gemm"));
   // (the reference's bf16/fp16 backward forms D from its stored P and dP, which the sampled
   // verification cannot recompute: its forward only)
@@ -225,7 +228,8 @@ void setup_bench(CLI::App& app) {
                     {"teaching", Impl::teaching},
                     {"simt", Impl::simt},
                     {"tc", Impl::tc},
-                    {"mma", Impl::mma}},
+                    {"mma", Impl::mma},
+                    {"hopper", Impl::hopper}},
                    ui::tr(Msg::bench_opt_impl))
       ->default_str("tiled");
   add_dtype(sub, o->dtype, true)->default_str("fp32");

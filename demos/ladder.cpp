@@ -51,6 +51,8 @@ Msg idea(Impl rung) {
       return Msg::idea_tc;
     case Impl::mma:
       return Msg::idea_mma;
+    case Impl::hopper:
+      return Msg::idea_hopper;
     default:
       return Msg::idea_teaching;
   }

@@ -815,10 +815,10 @@ bool gpu_here() {
   return r.code == 0 && nlohmann::json::parse(r.out)["gpu"] != "";
 }
 
-// The GPU rungs simt, tc, mma: every case they cannot run is refused before any work, one line,
+// The GPU rungs simt, tc, mma, hopper: every case they cannot run is refused before any work, one line,
 // exit 2, whatever the machine (the backward runs on teaching and mma only: simt and tc refuse
 // it); a case they can run needs a GPU (exit 5 without one), never a crash.
-TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, exit 5") {
+TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without a GPU, exit 5") {
   struct Bad {
     std::string args, names;
     int code;
@@ -865,7 +865,7 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
       {"forward --impl warp", "--impl", 2},
       {"bench --impl mma", "--impl mma does not run on --device cpu", 2},
       {b + "--impl tiled",
-       "--impl tiled does not run on --device cuda (choose teaching, simt, tc, mma)", 2},
+       "--impl tiled does not run on --device cuda (choose teaching, simt, tc, mma, hopper)", 2},
       {b + "--impl tc", "--impl tc runs on tensor cores", 2},
       {b + "--impl mma --dtype bf16 --d 32", "not d = 32", 2},
       {b + "--impl simt --dtype fp64", "--impl simt computes in fp32", 2},
@@ -875,6 +875,15 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
       {b + "--impl simt --pass bwd --dtype fp64", "--impl simt computes the forward only", 2},
       {b + "--impl mma --pass bwd", "--impl mma runs on tensor cores", 2},
       {b + "--impl mma --pass bwd --dtype bf16 --d 32", "not d = 32", 2},
+      // hopper: the forward on sm_90's own instructions, bf16/fp16, d = 64 or 128, 128 x 128 tiles
+      {f + "--impl hopper --d 64", "--impl hopper runs on tensor cores: use --dtype bf16", 2},
+      {f + "--impl hopper --dtype fp16", "--impl hopper is compiled for d = 64 and 128", 2},
+      {f + "--impl hopper --dtype bf16 --d 64 --block-q 64",
+       "--impl hopper computes fixed 128 x 128 tiles", 2},
+      {"backward --device cuda --impl hopper --dtype bf16 --d 64",
+       "--impl hopper computes the forward only: the backward runs on --impl mma", 2},
+      {b + "--impl hopper --pass bwd --dtype bf16 --d 128", "--impl hopper computes the forward only",
+       2},
   };
   for (const Bad& x : refused) {
     const Run r = run(x.args);
@@ -917,6 +926,8 @@ TEST_CASE("--impl simt, tc, mma: refused where they cannot run; without a GPU, e
       f + "--impl simt --dtype fp32 --d 64",
       f + "--impl tc --dtype bf16 --d 64",
       f + "--impl mma --dtype fp16 --d 128 --causal --trace tiles",
+      f + "--impl hopper --dtype bf16 --d 64 --causal --trace tiles",
+      b + "--impl hopper --dtype fp16 --d 128 --json",
       f + "--impl tc --precision bf16 --d 64 --block-q 64 --block-k 64",
       f + "--impl teaching --dtype bf16",
       b + "--impl simt --d 128",

@@ -11,6 +11,7 @@
 
 #include "check.hpp"
 #include "cuda/cuda_api.hpp"
+#include "cuda/rungs.cuh"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/random.hpp"
 #include "flashdemo/reference.hpp"
@@ -97,9 +98,11 @@ void check_grid_case(const test::GridCase& c, const test::Problem<T>& p,
 struct RungCase {
   index_t b, h, n, m, d;
 };
-const RungCase kRungCases[] = {{1, 1, 1, 1, 64},    {1, 1, 64, 64, 128},  {2, 3, 37, 53, 64},
-                               {1, 1, 20, 9, 128},  {1, 2, 130, 250, 64}, {1, 1, 257, 64, 128},
-                               {2, 1, 200, 77, 64}, {1, 1, 96, 300, 128}};
+// (the last two: many key tiles, so that hopper's two stages wrap round several times)
+const RungCase kRungCases[] = {{1, 1, 1, 1, 64},     {1, 1, 64, 64, 128},   {2, 3, 37, 53, 64},
+                               {1, 1, 20, 9, 128},   {1, 2, 130, 250, 64},  {1, 1, 257, 64, 128},
+                               {2, 1, 200, 77, 64},  {1, 1, 96, 300, 128},  {1, 2, 300, 1030, 128},
+                               {2, 2, 515, 700, 64}};
 
 std::vector<float> rounded(const std::vector<float>& x, Precision p) {
   std::vector<float> out(x.size());
@@ -253,7 +256,9 @@ TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, hea
   const std::pair<Impl, Precision> rungs[] = {{Impl::simt, Precision::fp32},
                                               {Impl::tc, Precision::bf16},
                                               {Impl::mma, Precision::bf16},
-                                              {Impl::mma, Precision::fp16}};
+                                              {Impl::mma, Precision::fp16},
+                                              {Impl::hopper, Precision::bf16},
+                                              {Impl::hopper, Precision::fp16}};
   for (const auto& [impl, prec] : rungs)
     for (const RungCase& c : kRungCases)
       for (bool causal : {false, true})
@@ -310,7 +315,7 @@ TEST_CASE("the rungs: mma's backward gives rows that see no key zero gradients; 
 }
 
 TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
-  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma}) {
+  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper}) {
     const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
     const Case c{1, 2, 90, 20, 64, 64, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
     const Heads<float> in = random_heads<float>(c, 3);
@@ -333,7 +338,7 @@ TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
 }
 
 TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile math)") {
-  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma})
+  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper})
     for (index_t d : {64, 128})
       for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
         const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
@@ -390,7 +395,7 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
       const Heads<float> in = random_heads<float>(c, 1);
       const double flops =
           4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
-      for (Impl impl : {Impl::teaching, Impl::simt, Impl::tc, Impl::mma}) {
+      for (Impl impl : {Impl::teaching, Impl::simt, Impl::tc, Impl::mma, Impl::hopper}) {
         const Precision prec = tensor_cores(impl) ? Precision::bf16 : Precision::fp32;
         const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
                                  v = rounded(in.V, prec);
@@ -406,6 +411,33 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
                                              << " ms, " << flops / ms / 1e9 << " TFLOP/s");
       }
     }
+}
+
+// Not a test either (-tc="hopper steps speed*" --no-skip): hopper's forward with each overlap
+// step on and off, side by side, at the same shapes and at n = 16384.
+TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
+  for (index_t n : {4096, 16384})
+    for (index_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        const index_t b = 16384 / n, h = 2048 / d;
+        const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
+        const double flops =
+            4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+        const std::vector<float> q = rounded(in.Q, Precision::bf16),
+                                 k = rounded(in.K, Precision::bf16),
+                                 v = rounded(in.V, Precision::bf16);
+        for (bool ping_pong : {false, true})
+          for (bool overlap : {false, true}) {
+            auto t = cuda::hopper_time_steps<float>(
+                {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
+                ping_pong, overlap, q.data(), k.data(), v.data(), 3, 20);
+            std::sort(t.ms.begin(), t.ms.end());
+            const double ms = t.ms[t.ms.size() / 2];
+            MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal << " ping_pong="
+                                << ping_pong << " overlap=" << overlap << ": " << ms << " ms, "
+                                << flops / ms / 1e9 << " TFLOP/s");
+          }
+      }
 }
 
 // Not a test either (-tc="rung backward speed*" --no-skip): mma's backward at the same shapes,

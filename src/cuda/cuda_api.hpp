@@ -59,10 +59,11 @@ void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double
 
 enum class Pass { fwd, bwd };
 
-// The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc and
-// mma have theirs fixed at compile time (mma's forward 128 x 64, its backward and the others
-// 64 x 64), then capped at n and m as the CPU's are.
+// The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc, mma
+// and hopper have theirs fixed at compile time (hopper's 128 x 128, mma's forward 128 x 64, its
+// backward and the others 64 x 64), then capped at n and m as the CPU's are.
 inline TileSizes kernel_tiles(Impl impl, index_t, Pass pass = Pass::fwd) {
+  if (impl == Impl::hopper) return TileSizes{128, 128};
   return impl == Impl::mma && pass == Pass::fwd ? TileSizes{128, 64} : TileSizes{64, 64};
 }
 

@@ -82,18 +82,98 @@ struct FragmentRows {
 };
 
 // The lane's rows after tile j, for the trace: l summed over the row's 4 lanes.
-template <class E>
-__device__ inline void record_tile(const TcArgs<E>& a, index_t i, index_t j, int row,
-                                   const float (&m_old)[2], const FragmentRows& st,
-                                   const float (&alpha)[2]) {
+__device__ inline void record_tile(const RungTrace& trace, const Tiling& tiling, index_t i,
+                                   index_t j, int row, const float (&m_old)[2],
+                                   const FragmentRows& st, const float (&alpha)[2]) {
   constexpr float kLn2 = 0.69314718055994531f;
   for (int r = 0; r < 2; ++r) {
     float sum = st.l[r] + __shfl_xor_sync(0xffffffffu, st.l[r], 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (threadIdx.x % 4 != 0) continue;
-    const index_t slot = (i * a.tiling.Tc() + j) * a.tiling.Br + row + 8 * r;
-    a.trace.m_old[slot] = m_old[r] * kLn2, a.trace.m_new[slot] = st.m2[r] * kLn2;
-    a.trace.alpha[slot] = alpha[r], a.trace.l[slot] = sum;
+    const index_t slot = (i * tiling.Tc() + j) * tiling.Br + row + 8 * r;
+    trace.m_old[slot] = m_old[r] * kLn2, trace.m_new[slot] = st.m2[r] * kLn2;
+    trace.alpha[slot] = alpha[r], trace.l[slot] = sum;
+  }
+}
+
+// S = -inf where masked or past the last key, in the lane's part of a 16-row fragment of a tile
+// of N keys starting at k0 (q: the query of the lane's row g; row g + 8 is q + 8).
+template <int N>
+__device__ inline void mask_fragment(float (&s)[N / 8][4], const Mask& mask, index_t q, index_t k0,
+                                     index_t m) {
+  const int t = threadIdx.x % 4;
+#pragma unroll
+  for (int nb = 0; nb < N / 8; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const index_t key = k0 + nb * 8 + 2 * t + (e & 1);
+      if (key >= m || mask.masked(q + 8 * (e >> 1), key)) s[nb][e] = neg_inf<float>();
+    }
+}
+
+// One key tile's online-softmax step on the lane's rows g and g + 8 of a fragment of S
+// (unscaled; 4 lanes hold a row), in base 2 (online_softmax.hpp):
+//   m2_new = max(m2, rowmax(S) c),  alpha = exp2(m2 - m2_new)
+//   P = exp2(S c - m2_new)  (in place of S),  l = alpha l + rowsum(P)
+// max(S) c = max(S c) since c > 0, so S is scaled inside the exponent's fma. Returns whether
+// either row's max moved (alpha != 1).
+template <int N>
+__device__ inline bool softmax_fragment(float (&s)[N / 8][4], FragmentRows& st, float scale2,
+                                        float (&m_old)[2], float (&alpha)[2]) {
+  bool moved = false;
+  float shift[2], rowsum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = neg_inf<float>();  // of S unscaled, this lane's keys
+#pragma unroll
+    for (int nb = 0; nb < N / 8; ++nb) mx = fmaxf(mx, fmaxf(s[nb][2 * r], s[nb][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    mx = fmaxf(st.m2[r], mx * scale2);
+    m_old[r] = st.m2[r];
+    alpha[r] = rescale_factor2(st.m2[r], mx);
+    moved |= alpha[r] != 1.0f;
+    shift[r] = exp2_shift(mx);
+    st.m2[r] = mx;
+  }
+#pragma unroll
+  for (int nb = 0; nb < N / 8; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[nb][e] = ptx::exp2_approx(fmaf(s[nb][e], scale2, -shift[e >> 1]));  // P
+      rowsum[e >> 1] += s[nb][e];                                          // l sums it so
+    }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) st.l[r] = alpha[r] * st.l[r] + rowsum[r];
+  return moved;
+}
+
+// O = alpha O on the lane's rows of a 16 x D fragment.
+template <int D>
+__device__ inline void rescale_fragment(float (&o)[D / 8][4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int nb = 0; nb < D / 8; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[nb][e] *= alpha[e >> 1];
+}
+
+// The A fragment (16 x 16, rounded to E) of keys 16 kt .. 16 kt + 15 of P's C fragments.
+template <class E, int N>
+__device__ inline void p_fragment(std::uint32_t (&p)[4], const float (&s)[N / 8][4], int kt) {
+  p[0] = ptx::pack2<E>(s[2 * kt][0], s[2 * kt][1]);
+  p[1] = ptx::pack2<E>(s[2 * kt][2], s[2 * kt][3]);
+  p[2] = ptx::pack2<E>(s[2 * kt + 1][0], s[2 * kt + 1][1]);
+  p[3] = ptx::pack2<E>(s[2 * kt + 1][2], s[2 * kt + 1][3]);
+}
+
+// After the last tile: l summed over the row's 4 lanes, and 1 / l (0 for a row that saw no key).
+__device__ inline void finish_rows(FragmentRows& st, float (&inv)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float& l = st.l[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[r] = l > 0.0f ? 1.0f / l : 0.0f;
   }
 }
 
@@ -190,69 +270,28 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
     float m_old[kM][2], alpha[kM][2];
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi) {
-      if (edge) {  // the diagonal or the last keys: -inf where masked (uniform over the block)
-        const index_t row0 = q0 + warp * kRows + mi * 16 + g;
-#pragma unroll
-        for (int nb = 0; nb < Bc / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const index_t key = k0 + nb * 8 + 2 * t + (e & 1);
-            if (key >= a.m || a.mask.masked(row0 + 8 * (e >> 1), key))
-              s[mi][nb][e] = neg_inf<float>();
-          }
-      }
-      float shift[2], rowsum[2] = {0.0f, 0.0f};
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = neg_inf<float>();  // of S unscaled, this lane's keys
-#pragma unroll
-        for (int nb = 0; nb < Bc / 8; ++nb)
-          mx = fmaxf(mx, fmaxf(s[mi][nb][2 * r], s[mi][nb][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        mx = fmaxf(st[mi].m2[r], mx * a.scale2);  // max(S) scale2 = max(S scale2): monotone
-        m_old[mi][r] = st[mi].m2[r];
-        alpha[mi][r] = rescale_factor2(st[mi].m2[r], mx);
-        moved |= alpha[mi][r] != 1.0f;
-        shift[r] = exp2_shift(mx);
-        st[mi].m2[r] = mx;
-      }
-#pragma unroll
-      for (int nb = 0; nb < Bc / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[mi][nb][e] = ptx::exp2_approx(fmaf(s[mi][nb][e], a.scale2, -shift[e >> 1]));  // P
-          rowsum[e >> 1] += s[mi][nb][e];  // l sums it so
-        }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) st[mi].l[r] = alpha[mi][r] * st[mi].l[r] + rowsum[r];
+      // the diagonal or the last keys: -inf where masked (uniform over the block)
+      if (edge) mask_fragment<Bc>(s[mi], a.mask, q0 + warp * kRows + mi * 16 + g, k0, a.m);
+      moved |= softmax_fragment<Bc>(s[mi], st[mi], a.scale2, m_old[mi], alpha[mi]);
     }
     if (tracing) {  // here, so that m_old and alpha need not live through P V
 #pragma unroll
       for (int mi = 0; mi < kM; ++mi)
-        record_tile(a, i, j, warp * kRows + mi * 16 + g, m_old[mi], st[mi], alpha[mi]);
+        record_tile(a.trace, a.tiling, i, j, warp * kRows + mi * 16 + g, m_old[mi], st[mi],
+                    alpha[mi]);
       if (threadIdx.x == 0) a.trace.computed[i * a.tiling.Tc() + j] = 1;
     }
     // O = alpha O, skipped by the whole warp when no max of its rows moved (alpha = 1): once
     // the running maxima settle, most tiles change none, and d / 2 multiplies per lane are saved.
     if (__any_sync(0xffffffffu, moved))
 #pragma unroll
-      for (int mi = 0; mi < kM; ++mi)
-#pragma unroll
-        for (int nb = 0; nb < D / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o[mi][nb][e] *= alpha[mi][e >> 1];
+      for (int mi = 0; mi < kM; ++mi) rescale_fragment<D>(o[mi], alpha[mi]);
 
 #pragma unroll
     for (int kt = 0; kt < Bc / 16; ++kt) {  // O += P V_j, P rounded to E as the A operand
       std::uint32_t p[kM][4];
 #pragma unroll
-      for (int mi = 0; mi < kM; ++mi) {
-        p[mi][0] = ptx::pack2<E>(s[mi][2 * kt][0], s[mi][2 * kt][1]);
-        p[mi][1] = ptx::pack2<E>(s[mi][2 * kt][2], s[mi][2 * kt][3]);
-        p[mi][2] = ptx::pack2<E>(s[mi][2 * kt + 1][0], s[mi][2 * kt + 1][1]);
-        p[mi][3] = ptx::pack2<E>(s[mi][2 * kt + 1][2], s[mi][2 * kt + 1][3]);
-      }
+      for (int mi = 0; mi < kM; ++mi) p_fragment<E, Bc>(p[mi], s[mi], kt);
 #pragma unroll
       for (int nb = 0; nb < D / 16; ++nb) {
         std::uint32_t b[4];
@@ -273,12 +312,10 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
 #pragma unroll
   for (int mi = 0; mi < kM; ++mi) {
     float inv[2];
+    finish_rows(st[mi], inv);  // O = O / l, L = m + log l
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {  // l over the row's 4 lanes; O = O / l, L = m + log l
-      float& l = st[mi].l[r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[r] = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int r = 0; r < 2; ++r) {
+      const float l = st[mi].l[r];
       const index_t q = q0 + warp * kRows + mi * 16 + g + 8 * r;
       if (t == 0 && q < a.n) {
         a.L[head * a.n + q] = finalize2(st[mi].m2[r], l);

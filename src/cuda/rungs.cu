@@ -1,9 +1,10 @@
-// rungs.cu — launching the rungs above the teaching kernel (simt.cuh, mma.cuh): the inputs in
-// the rung's element type on the device, the kernel chosen by (rung, d), its trace, its timing,
-// and the bf16 GEMM ceiling they are measured against (cuBLAS, opened at run time).
-//   element type E:  simt float;  tc and mma __nv_bfloat16 or __half (variant.p_in)
+// rungs.cu — launching the rungs above the teaching kernel (simt.cuh, mma.cuh, hopper.cuh): the
+// inputs in the rung's element type on the device, the kernel chosen by (rung, d), its trace, its
+// timing, and the bf16 GEMM ceiling they are measured against (cuBLAS, opened at run time).
+//   element type E:  simt float;  tc, mma and hopper __nv_bfloat16 or __half (variant.p_in)
 //   kernel:          simt<d>;  tc: 16-byte loads, 1 row fragment per warp (Br = 64);
-//                    mma: cp.async double buffer, 2 row fragments per warp (Br = 128)
+//                    mma: cp.async double buffer, 2 row fragments per warp (Br = 128);
+//                    hopper: TMA (tensor maps of Q, K, V made here), wgmma, 128 x 128 tiles
 //   grid:            (Tr, b h), causal query tiles longest first;  L_lo = 0 (L is fp32)
 //   backward (mma):  D = rowsum(dO O), then dK, dV per key tile (Tc, b h) with dQ by fp32
 //                    atomics, or (deterministic) dQ per query tile (Tr, b h) in its own pass,
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "cuda/device_memory.cuh"
+#include "cuda/hopper.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/mma_backward.cuh"
 #include "cuda/rungs.cuh"
@@ -156,13 +158,89 @@ void launch_simt(const DeviceProblem<float>& p) {
     run(simt_forward_kernel<D, false>);
 }
 
+// A tensor map of X (heads x rows x d elements of E, row-major) for TMA: boxes of `box_rows` rows
+// x 64 columns of one head, 128-byte swizzled, rows past `rows` read as zeros. The driver's
+// encoder is reached through the runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
+template <class E>
+CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int box_rows) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                              const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                              const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                           &found),
+          "cudaGetDriverEntryPointByVersion");
+    if (!fn || found != cudaDriverEntryPointSuccess)
+      throw CudaError("the driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 or later)");
+    return reinterpret_cast<Encode>(fn);
+  }();
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {cuuint64_t(d), cuuint64_t(rows), cuuint64_t(heads)};
+  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), cuuint64_t(rows * d) * sizeof(E)};
+  const cuuint32_t box[3] = {64, cuuint32_t(box_rows), 1}, unit[3] = {1, 1, 1};
+  const CUresult r = encode(
+      &map, std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+      3, const_cast<E*>(X), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
+  return map;
+}
+
+// The rung hopper runs on sm_90 only (its kernel is built for sm_90a).
+void require_hopper() {
+  int dev = 0, major = 0, minor = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "cudaDeviceGetAttribute");
+  if (major != 9 || minor != 0)
+    throw CudaError("--impl hopper needs a Hopper GPU (compute capability 9.0); this one is " +
+                    std::to_string(major) + "." + std::to_string(minor));
+}
+
+// Which of hopper's overlap steps are on (both, unless a speed test turns one off).
+struct HopperSteps {
+  bool ping_pong = true, overlap = true;
+};
+
+template <class E, int D>
+void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
+  require_hopper();
+  const index_t heads = p.s.heads();
+  const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, D, kHopperBr);
+  const CUtensorMap tmK = tensor_map(p.K.ptr, heads, p.s.m, D, kHopperBc);
+  const CUtensorMap tmV = tensor_map(p.V.ptr, heads, p.s.m, D, kHopperBc);
+  const HopperArgs<E> a{p.O.ptr, p.L.ptr, p.s.n, p.s.m, p.tiling, p.mask, p.scale2, p.trace.view()};
+  constexpr std::size_t bytes = HopperSmem<D>::kBytes;
+  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
+  auto run = [&](auto kernel) {
+    allow_smem(kernel, bytes);
+    kernel<<<grid, kHopperThreads, bytes>>>(tmQ, tmK, tmV, a);
+  };
+  if (a.trace.computed)
+    run(hopper_forward_kernel<E, D, true, true, true>);
+  else if (steps.ping_pong && steps.overlap)
+    run(hopper_forward_kernel<E, D, true, true, false>);
+  else if (steps.ping_pong)
+    run(hopper_forward_kernel<E, D, true, false, false>);
+  else if (steps.overlap)
+    run(hopper_forward_kernel<E, D, false, true, false>);
+  else
+    run(hopper_forward_kernel<E, D, false, false, false>);
+}
+
 // One forward of the problem's rung: the one switch from (rung, d) to a compiled kernel.
 template <class E>
-void launch(const DeviceProblem<E>& p) {
+void launch(const DeviceProblem<E>& p, HopperSteps steps = {}) {
   if (p.tiling.Tr() == 0 || p.s.heads() == 0) return;
   const bool wide = p.s.d == 128;
   if constexpr (std::is_same_v<E, float>) {
     wide ? launch_simt<128>(p) : launch_simt<64>(p);
+  } else if (p.impl == Impl::hopper) {
+    wide ? launch_hopper<E, 128>(p, steps) : launch_hopper<E, 64>(p, steps);
   } else if (p.impl == Impl::mma) {
     wide ? launch_tc<E, 128, true, 2>(p) : launch_tc<E, 64, true, 2>(p);
   } else {
@@ -278,6 +356,16 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 }
 
 template <class T>
+Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bool ping_pong,
+                         bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps) {
+  return with_element<T>(s, v, Impl::hopper, [&](auto element) {
+    using E = typename decltype(element)::type;
+    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
+    return time_events([&] { launch(p, HopperSteps{ping_pong, overlap}); }, warmup, reps);
+  });
+}
+
+template <class T>
 void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
                    bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
                    const T* dO, T* dQ, T* dK, T* dV, T* D) {
@@ -374,6 +462,8 @@ template void rung_forward(const Shape&, const AttnParams&, Variant, Impl, const
                            const double*, const double*, double*, double*, double*, KernelTrace*);
 template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const float*,
                           const float*, const float*, int, int);
+template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
+                                  const float*, const float*, const float*, int, int);
 template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const double*,
                           const double*, const double*, int, int);
 

@@ -1,5 +1,5 @@
 // rungs.cuh — the launchers of the GPU ladder above the teaching kernels (rungs.cu), as
-// flash_cuda.cu calls them: simt (fp32, register-tiled), tc and mma (tensor cores).
+// flash_cuda.cu calls them: simt (fp32, register-tiled), tc, mma and hopper (tensor cores).
 #pragma once
 
 #include "cuda/cuda_api.hpp"
@@ -23,6 +23,12 @@ void rung_forward(const Shape& s, const AttnParams& params, Variant v, Impl impl
 template <class T>
 Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
                  const T* K, const T* V, int warmup, int reps);
+
+// The same for hopper with its two overlap steps (ping-pong between the consumer warpgroups,
+// softmax under the GEMMs within one) each on or off: what each step buys.
+template <class T>
+Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bool ping_pong,
+                         bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps);
 
 // The backward of rung `impl` (mma) on host arrays: O and L from a forward (any path), dO given;
 // dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums. dQ by fp32 atomics, or, deterministic,

@@ -8,6 +8,8 @@
 //                   registers as the A operand of P V; K and V loaded, then computed on
 //         mma       tc with the copy under the compute (cp.async double-buffered K and V tiles)
 //                   and two 16-row fragments per warp, so each K and V fragment feeds two mma
+//         hopper    Hopper's own instructions (sm_90a): TMA copies by a producer warpgroup,
+//                   wgmma by two consumer warpgroups that take turns, softmax under the GEMMs
 // The GPU rungs form the ladder (flashdemo ladder): each adds one idea to the rung below.
 // Every one is graded against the same reference by the same rule (compare.hpp).
 #pragma once
@@ -17,10 +19,10 @@
 namespace fd {
 
 enum class Device { cpu, cuda };
-enum class Impl { teaching, fast, simt, tc, mma };
+enum class Impl { teaching, fast, simt, tc, mma, hopper };
 
 inline const char* impl_name(Impl i) {
-  const char* names[] = {"teaching", "fast", "simt", "tc", "mma"};
+  const char* names[] = {"teaching", "fast", "simt", "tc", "mma", "hopper"};
   return names[int(i)];
 }
 
@@ -35,10 +37,11 @@ inline bool runs_on(Impl i, Device d) {
 
 // The GPU kernels that run on tensor cores: bf16 and fp16 inputs only, fp32 accumulation.
 inline bool tensor_cores(Impl i) {
-  return i == Impl::tc || i == Impl::mma;
+  return i == Impl::tc || i == Impl::mma || i == Impl::hopper;
 }
 
 // The GPU rungs, bottom to top (flashdemo ladder runs them in this order).
-inline constexpr Impl kGpuRungs[] = {Impl::teaching, Impl::simt, Impl::tc, Impl::mma};
+inline constexpr Impl kGpuRungs[] = {Impl::teaching, Impl::simt, Impl::tc, Impl::mma,
+                                     Impl::hopper};
 
 }  // namespace fd
