@@ -47,8 +47,8 @@ struct BenchOptions {
 };
 
 const char* impl_name(Impl i) {
-  const char* names[] = {"reference", "tiled", "fast",  "gemm",  "teaching",
-                         "simt",      "tc",    "mma",   "hopper"};
+  const char* names[] = {"reference", "tiled", "fast", "gemm",  "teaching",
+                         "simt",      "tc",    "mma",  "hopper"};
   return names[int(i)];
 }
 

@@ -85,7 +85,7 @@ def flashdemo_ms(exe, impl, dtype, b, h, n, d, causal, pass_):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flashdemo", required=True, help="the flashdemo binary")
-    ap.add_argument("--impl", required=True, help="the rung: teaching, simt, tc, mma")
+    ap.add_argument("--impl", required=True, help="the rung: teaching, simt, tc, mma, hopper")
     ap.add_argument("--dtype", default="bf16", choices=DTYPES)
     ap.add_argument("--hd", default="64,128", help="head dimensions")
     ap.add_argument("--n", default="1024,4096,16384", help="sequence lengths")

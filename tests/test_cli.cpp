@@ -815,9 +815,9 @@ bool gpu_here() {
   return r.code == 0 && nlohmann::json::parse(r.out)["gpu"] != "";
 }
 
-// The GPU rungs simt, tc, mma, hopper: every case they cannot run is refused before any work, one line,
-// exit 2, whatever the machine (the backward runs on teaching and mma only: simt and tc refuse
-// it); a case they can run needs a GPU (exit 5 without one), never a crash.
+// The GPU rungs simt, tc, mma, hopper: every case they cannot run is refused before any work, one
+// line, exit 2, whatever the machine (the backward runs on teaching and mma only: simt and tc
+// refuse it); a case they can run needs a GPU (exit 5 without one), never a crash.
 TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without a GPU, exit 5") {
   struct Bad {
     std::string args, names;
@@ -882,8 +882,8 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
        "--impl hopper computes fixed 128 x 128 tiles", 2},
       {"backward --device cuda --impl hopper --dtype bf16 --d 64",
        "--impl hopper computes the forward only: the backward runs on --impl mma", 2},
-      {b + "--impl hopper --pass bwd --dtype bf16 --d 128", "--impl hopper computes the forward only",
-       2},
+      {b + "--impl hopper --pass bwd --dtype bf16 --d 128",
+       "--impl hopper computes the forward only", 2},
   };
   for (const Bad& x : refused) {
     const Run r = run(x.args);

@@ -99,9 +99,9 @@ struct RungCase {
   index_t b, h, n, m, d;
 };
 // (the last two: many key tiles, so that hopper's two stages wrap round several times)
-const RungCase kRungCases[] = {{1, 1, 1, 1, 64},     {1, 1, 64, 64, 128},   {2, 3, 37, 53, 64},
-                               {1, 1, 20, 9, 128},   {1, 2, 130, 250, 64},  {1, 1, 257, 64, 128},
-                               {2, 1, 200, 77, 64},  {1, 1, 96, 300, 128},  {1, 2, 300, 1030, 128},
+const RungCase kRungCases[] = {{1, 1, 1, 1, 64},    {1, 1, 64, 64, 128},  {2, 3, 37, 53, 64},
+                               {1, 1, 20, 9, 128},  {1, 2, 130, 250, 64}, {1, 1, 257, 64, 128},
+                               {2, 1, 200, 77, 64}, {1, 1, 96, 300, 128}, {1, 2, 300, 1030, 128},
                                {2, 2, 515, 700, 64}};
 
 std::vector<float> rounded(const std::vector<float>& x, Precision p) {
@@ -146,8 +146,9 @@ RungGradients rung_gradients(Precision prec, const RungCase& c, const AttnParams
   cuda::forward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d), v, Impl::mma, in.Q.data(),
                        in.K.data(), in.V.data(), g.O.data(), g.L.data());
   cuda::backward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d, cuda::Pass::bwd), v, Impl::mma,
-                        deterministic, in.Q.data(), in.K.data(), in.V.data(), g.O.data(), g.L.data(),
-                        nullptr, in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data(), g.D.data());
+                        deterministic, in.Q.data(), in.K.data(), in.V.data(), g.O.data(),
+                        g.L.data(), nullptr, in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data(),
+                        g.D.data());
   return g;
 }
 
@@ -253,12 +254,10 @@ TEST_CASE("the kernel's trace equals the CPU path's, event by event") {
 }
 
 TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, heads") {
-  const std::pair<Impl, Precision> rungs[] = {{Impl::simt, Precision::fp32},
-                                              {Impl::tc, Precision::bf16},
-                                              {Impl::mma, Precision::bf16},
-                                              {Impl::mma, Precision::fp16},
-                                              {Impl::hopper, Precision::bf16},
-                                              {Impl::hopper, Precision::fp16}};
+  const std::pair<Impl, Precision> rungs[] = {
+      {Impl::simt, Precision::fp32},   {Impl::tc, Precision::bf16},
+      {Impl::mma, Precision::bf16},    {Impl::mma, Precision::fp16},
+      {Impl::hopper, Precision::bf16}, {Impl::hopper, Precision::fp16}};
   for (const auto& [impl, prec] : rungs)
     for (const RungCase& c : kRungCases)
       for (bool causal : {false, true})
@@ -278,16 +277,17 @@ TEST_CASE("the rungs: mma's backward passes the correctness rule: odd shapes, al
         for (bool causal : {false, true})
           for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
             if (!causal && align == CausalAlign::bottom_right) continue;
-            INFO(precision_name(prec) << " b=" << c.b << " h=" << c.h << " n=" << c.n
-                                      << " m=" << c.m << " d=" << c.d << " causal=" << causal
-                                      << " align=" << int(align)
-                                      << " deterministic=" << deterministic);
+            INFO(precision_name(prec)
+                 << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                 << " causal=" << causal << " align=" << int(align)
+                 << " deterministic=" << deterministic);
             check_rung_backward(prec, c, AttnParams{causal, align, {}}, deterministic);
           }
 }
 
-TEST_CASE("the rungs: mma's backward gives rows that see no key zero gradients; --deterministic "
-          "is bit-identical") {
+TEST_CASE(
+    "the rungs: mma's backward gives rows that see no key zero gradients; --deterministic "
+    "is bit-identical") {
   const RungCase c{1, 2, 90, 20, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
   const AttnParams p{true, CausalAlign::bottom_right, {}};
   Heads<float> in = random_heads<float>(Case{1, 2, 90, 20, 64, 64, 64}, 31);
@@ -297,8 +297,7 @@ TEST_CASE("the rungs: mma's backward gives rows that see no key zero gradients; 
     const RungGradients a = rung_gradients(Precision::bf16, c, p, in, deterministic);
     for (index_t h = 0; h < 2; ++h)
       for (index_t q = 0; q < 70; ++q)
-        for (index_t x = 0; x < 64; ++x)
-          REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
+        for (index_t x = 0; x < 64; ++x) REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
     for (const auto* g : {&a.dQ, &a.dK, &a.dV})
       for (float v : *g) REQUIRE(std::isfinite(v));
   }
@@ -428,14 +427,15 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
                                  v = rounded(in.V, Precision::bf16);
         for (bool ping_pong : {false, true})
           for (bool overlap : {false, true}) {
-            auto t = cuda::hopper_time_steps<float>(
-                {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
-                ping_pong, overlap, q.data(), k.data(), v.data(), 3, 20);
+            auto t =
+                cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
+                                               Variant{Precision::bf16, Mistake::none}, ping_pong,
+                                               overlap, q.data(), k.data(), v.data(), 3, 20);
             std::sort(t.ms.begin(), t.ms.end());
             const double ms = t.ms[t.ms.size() / 2];
-            MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal << " ping_pong="
-                                << ping_pong << " overlap=" << overlap << ": " << ms << " ms, "
-                                << flops / ms / 1e9 << " TFLOP/s");
+            MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal
+                                << " ping_pong=" << ping_pong << " overlap=" << overlap << ": "
+                                << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
           }
       }
 }
@@ -461,9 +461,8 @@ TEST_CASE("rung backward speed, printed" * doctest::skip()) {
                                            v.data(), o.data(), 2, 10);
         std::sort(t.ms.begin(), t.ms.end());
         const double ms = t.ms[t.ms.size() / 2];
-        MESSAGE("mma backward d=" << d << " causal=" << causal << " deterministic="
-                                  << deterministic << ": " << ms << " ms, " << flops / ms / 1e9
-                                  << " TFLOP/s");
+        MESSAGE("mma backward d=" << d << " causal=" << causal << " deterministic=" << deterministic
+                                  << ": " << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
       }
 }
 

@@ -186,9 +186,9 @@ Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, V
                     int warmup, int reps) {
   require_gpu();
   if (impl != Impl::teaching)
-    return pass == Pass::bwd ? rung_time_backward(s, params, v, impl, deterministic, Q, K, V, dO,
-                                                  warmup, reps)
-                             : rung_time(s, params, v, impl, Q, K, V, warmup, reps);
+    return pass == Pass::bwd
+               ? rung_time_backward(s, params, v, impl, deterministic, Q, K, V, dO, warmup, reps)
+               : rung_time(s, params, v, impl, Q, K, V, warmup, reps);
   const Problem<T> p = problem<T>(s, params, tiles, Variant{});
   const std::size_t nq = std::size_t(s.heads() * s.n * s.d),
                     nk = std::size_t(s.heads() * s.m * s.d);

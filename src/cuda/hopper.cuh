@@ -4,7 +4,8 @@
 // Block (i, head), three warpgroups of 128 threads, Br = 128 query rows, key tiles of Bc = 128:
 //   warpgroup 0, the producer (24 registers a thread, setmaxnreg): one thread issues TMA copies
 //     Q_i once; K_j and V_j into stage j % 2, each completing on its stage's mbarrier
-//     (full_K, full_V), after the consumers have released the stage (empty)
+//     (full_k, full_v), once the consumers have released that stage's K (empty_k: as soon as
+//     S_j is computed) and V (empty_v: after O += P_j V_j)
 //   warpgroups 1 and 2, the consumers (240 registers): warpgroup c owns rows 64 c .. 64 c + 63
 //     and computes, for each key tile j < J_i, with m2, l, O in registers as the mma rung does:
 //       S = Q_i K_j^T               wgmma m64n128k16, Q and K_j read from shared memory
@@ -19,7 +20,7 @@
 //   kOverlap   within a warpgroup, S_{j+1} = Q K_{j+1}^T and O += P_j V_j are issued together,
 //              and the softmax of tile j + 1 runs while O += P_j V_j is on the tensor cores
 // Shared memory (1024-byte aligned): Q 128 x d, K and V 2 stages of 128 x d, as 64-column
-// halves of 128-byte swizzled rows (hopper_ptx.cuh), and 7 mbarriers.
+// halves of 128-byte swizzled rows (hopper_ptx.cuh), and 9 mbarriers.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,13 @@
 namespace fd::cuda {
 
 inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
+// The overlap steps the rung runs with at each d: the fastest of the four settings measured on
+// the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
+// O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
+template <int D>
+struct HopperDefaults {
+  static constexpr bool ping_pong = false, overlap = D == 128;
+};
 
 template <class E>
 struct HopperArgs {
@@ -50,7 +58,7 @@ struct HopperSmem {
   static constexpr int kTile = kHopperBc * D * 2;  // one K or V tile
   static constexpr int kQ = 0, kK = kHopperBr * D * 2, kV = kK + kHopperStages * kTile;
   static constexpr int kBarriers = kV + kHopperStages * kTile;
-  static constexpr int kBytes = kBarriers + 8 * (1 + 3 * kHopperStages) + 1024;  // + alignment
+  static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kHopperStages) + 1024;  // + alignment
 };
 
 // The turns of the two consumer warpgroups at the tensor cores: before each batch of GEMMs a
@@ -119,7 +127,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   std::uint64_t* full_q = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
   std::uint64_t* full_k = full_q + 1;
   std::uint64_t* full_v = full_k + kStages;
-  std::uint64_t* empty = full_v + kStages;
+  std::uint64_t* empty_k = full_v + kStages;
+  std::uint64_t* empty_v = empty_k + kStages;
 
   const index_t Tr = a.tiling.Tr();
   const index_t i = a.mask.causal ? Tr - 1 - blockIdx.x : blockIdx.x;  // longest rows first
@@ -131,7 +140,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_ptx::mbarrier_init(full_q, 1);
     for (int s = 0; s < kStages; ++s) {
       hopper_ptx::mbarrier_init(full_k + s, 1), hopper_ptx::mbarrier_init(full_v + s, 1);
-      hopper_ptx::mbarrier_init(empty + s, 8);  // one arrival per consumer warp
+      hopper_ptx::mbarrier_init(empty_k + s, 8);  // one arrival per consumer warp
+      hopper_ptx::mbarrier_init(empty_v + s, 8);
     }
     hopper_ptx::fence_barrier_init();
   }
@@ -147,15 +157,17 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::tma_load_3d(sQ + h * Br * 64, &tmQ, h * 64, int(q0), int(head), full_q);
     for (index_t j = 0; j < J; ++j) {
       const int s = int(j % kStages);
-      if (j >= kStages) hopper_ptx::mbarrier_wait(empty + s, unsigned((j / kStages - 1) & 1));
+      const unsigned freed = unsigned((j / kStages - 1) & 1);  // tile j - 2's release
+      if (j >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
       hopper_ptx::mbarrier_arrive_expect_tx(full_k + s, Bc * D * 2);
       for (int h = 0; h < D / 64; ++h)
-        hopper_ptx::tma_load_3d(sK + s * Bc * D + h * Bc * 64, &tmK, h * 64, int(j * Bc),
-                                int(head), full_k + s);
+        hopper_ptx::tma_load_3d(sK + s * Bc * D + h * Bc * 64, &tmK, h * 64, int(j * Bc), int(head),
+                                full_k + s);
+      if (j >= kStages) hopper_ptx::mbarrier_wait(empty_v + s, freed);
       hopper_ptx::mbarrier_arrive_expect_tx(full_v + s, Bc * D * 2);
       for (int h = 0; h < D / 64; ++h)
-        hopper_ptx::tma_load_3d(sV + s * Bc * D + h * Bc * 64, &tmV, h * 64, int(j * Bc),
-                                int(head), full_v + s);
+        hopper_ptx::tma_load_3d(sV + s * Bc * D + h * Bc * 64, &tmV, h * 64, int(j * Bc), int(head),
+                                full_v + s);
     }
     return;
   }
@@ -173,7 +185,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   bool moved = false;
   auto stage = [](index_t j) { return int(j % kStages); };
   auto parity = [](index_t j) { return unsigned((j / kStages) & 1); };
-  auto release = [&](index_t j) {  // this warp is done with stage j's K and V
+  auto release = [&](std::uint64_t* empty, index_t j) {  // this warp is done with tile j's K or V
     __syncwarp();
     if (lane == 0) hopper_ptx::mbarrier_arrive(empty + stage(j));
   };
@@ -202,6 +214,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(s);
+      release(empty_k, 0);
       softmax(0);
       to_p();
     }
@@ -216,10 +229,11 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       turns.give();
       hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
       hopper_ptx::fence_operands(s);
+      release(empty_k, j);
       softmax(j);
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
-      release(j - 1);
+      release(empty_v, j - 1);
       to_p();
     }
     if (J > 0) {  // O += P_{J-1} V_{J-1}
@@ -231,7 +245,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o);
-      release(J - 1);
+      release(empty_v, J - 1);
     }
   } else {
     for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
@@ -241,6 +255,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(s);
+      release(empty_k, j);
       softmax(j);
       rescale();
       to_p();
@@ -251,7 +266,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o);
-      release(j);
+      release(empty_v, j);
     }
   }
 

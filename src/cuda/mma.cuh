@@ -141,7 +141,7 @@ __device__ inline bool softmax_fragment(float (&s)[N / 8][4], FragmentRows& st, 
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       s[nb][e] = ptx::exp2_approx(fmaf(s[nb][e], scale2, -shift[e >> 1]));  // P
-      rowsum[e >> 1] += s[nb][e];                                          // l sums it so
+      rowsum[e >> 1] += s[nb][e];                                           // l sums it so
     }
 #pragma unroll
   for (int r = 0; r < 2; ++r) st.l[r] = alpha[r] * st.l[r] + rowsum[r];

@@ -20,8 +20,8 @@
 // The atomic dQ adds one product per tile pair; the order in which blocks add is the hardware's,
 // so dQ can differ in its last bits from run to run. The deterministic pass forms S and dP a
 // second time (two more products per pair) but every run is bit-identical. The C fragment of a
-// product is, pair by pair, the A fragment of the next (as in mma.cuh's P V). A row with L = -inf (it saw no key) or past n has L2 = +inf here, so its
-// P is exp2(-inf) = 0: zero gradients, no NaN.
+// product is, pair by pair, the A fragment of the next (as in mma.cuh's P V). A row with L = -inf
+// (it saw no key) or past n has L2 = +inf here, so its P is exp2(-inf) = 0: zero gradients, no NaN.
 #pragma once
 
 #include <cstdint>
@@ -138,8 +138,8 @@ __device__ inline void store_rows(float* X, const float (&c)[D / 8][4], index_t 
 // The warp's dS^T fragments (keys kr + g (+ 8), queries 16 kt + 2t (+ 1) (+ 8)), as to_a_fragments
 // packed them, into the B x B tile sdS^T of shared memory: rows are keys, columns queries.
 template <int B>
-__device__ inline void store_ds_transposed(std::uint32_t* sdst, const std::uint32_t (&af)[B / 16][4],
-                                           int kr, int lane) {
+__device__ inline void store_ds_transposed(std::uint32_t* sdst,
+                                           const std::uint32_t (&af)[B / 16][4], int kr, int lane) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int kt = 0; kt < B / 16; ++kt)
@@ -159,9 +159,9 @@ __device__ inline void add_dq_atomic(float* dQ, const E* sdst, const E* sK, inde
   std::uint32_t af[B / 16][4];
 #pragma unroll
   for (int kt = 0; kt < B / 16; ++kt)
-    ptx::ldmatrix_x4_trans(af[kt], ptx::smem_address(sdst + swizzled<B>(kt * 16 + (lane & 7) +
-                                                                            ((mi >> 1) << 3),
-                                                                        qr / 8 + (mi & 1))));
+    ptx::ldmatrix_x4_trans(
+        af[kt], ptx::smem_address(sdst + swizzled<B>(kt * 16 + (lane & 7) + ((mi >> 1) << 3),
+                                                     qr / 8 + (mi & 1))));
 #pragma unroll
   for (int c0 = 0; c0 < D; c0 += W) {
     float c[W / 8][4] = {};
@@ -260,7 +260,8 @@ __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a
       for (int e = 0; e < 4; ++e)
         ds[nb][e] = softmax_grad(st[nb][e], ds[nb][e], Di[nb * 8 + 2 * t + (e & 1)]);
     to_a_fragments<E, B>(ds, af);
-    if constexpr (kAtomicDq) store_ds_transposed<B>(reinterpret_cast<std::uint32_t*>(sdst), af, kr, lane);
+    if constexpr (kAtomicDq)
+      store_ds_transposed<B>(reinterpret_cast<std::uint32_t*>(sdst), af, kr, lane);
     mma_ab<D, B>(dk, af, Qi, lane);  // dK += dS^T Q
     if constexpr (kAtomicDq) {
       __syncthreads();  // every warp's keys of dS^T in place

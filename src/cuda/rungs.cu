@@ -163,10 +163,10 @@ void launch_simt(const DeviceProblem<float>& p) {
 // encoder is reached through the runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
 template <class E>
 CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int box_rows) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                              const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                              const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
   static Encode encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
@@ -181,10 +181,12 @@ CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int b
   const cuuint64_t dims[3] = {cuuint64_t(d), cuuint64_t(rows), cuuint64_t(heads)};
   const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), cuuint64_t(rows * d) * sizeof(E)};
   const cuuint32_t box[3] = {64, cuuint32_t(box_rows), 1}, unit[3] = {1, 1, 1};
-  const CUresult r = encode(
-      &map, std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-      3, const_cast<E*>(X), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode(&map,
+                            std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                            3, const_cast<E*>(X), dims, strides, box, unit,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
   return map;
@@ -194,16 +196,18 @@ CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int b
 void require_hopper() {
   int dev = 0, major = 0, minor = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute");
-  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
+        "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev),
+        "cudaDeviceGetAttribute");
   if (major != 9 || minor != 0)
     throw CudaError("--impl hopper needs a Hopper GPU (compute capability 9.0); this one is " +
                     std::to_string(major) + "." + std::to_string(minor));
 }
 
-// Which of hopper's overlap steps are on (both, unless a speed test turns one off).
+// Which of hopper's overlap steps are on; unset, the rung's own choice at that d.
 struct HopperSteps {
-  bool ping_pong = true, overlap = true;
+  int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
 };
 
 template <class E, int D>
@@ -220,8 +224,11 @@ void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
     allow_smem(kernel, bytes);
     kernel<<<grid, kHopperThreads, bytes>>>(tmQ, tmK, tmV, a);
   };
-  if (a.trace.computed)
-    run(hopper_forward_kernel<E, D, true, true, true>);
+  using Defaults = HopperDefaults<D>;
+  if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
+  if (steps.overlap < 0) steps.overlap = Defaults::overlap;
+  if (a.trace.computed)  // the tracing kernel: the rung's own steps
+    run(hopper_forward_kernel<E, D, Defaults::ping_pong, Defaults::overlap, true>);
   else if (steps.ping_pong && steps.overlap)
     run(hopper_forward_kernel<E, D, true, true, false>);
   else if (steps.ping_pong)
@@ -361,7 +368,7 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bo
   return with_element<T>(s, v, Impl::hopper, [&](auto element) {
     using E = typename decltype(element)::type;
     DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
-    return time_events([&] { launch(p, HopperSteps{ping_pong, overlap}); }, warmup, reps);
+    return time_events([&] { launch(p, HopperSteps{int(ping_pong), int(overlap)}); }, warmup, reps);
   });
 }
 
@@ -448,10 +455,10 @@ double gemm_tflops_bf16(index_t n, int reps) {
   return 2.0 * double(n) * double(n) * double(n) / (ms[ms.size() / 2] * 1e-3) / 1e12;
 }
 
-#define FD_BACKWARD(T)                                                                            \
+#define FD_BACKWARD(T)                                                                           \
   template void rung_backward(const Shape&, const AttnParams&, Variant, Impl, bool, const T*,    \
-                              const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);  \
-  template Timing rung_time_backward(const Shape&, const AttnParams&, Variant, Impl, bool,        \
+                              const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*); \
+  template Timing rung_time_backward(const Shape&, const AttnParams&, Variant, Impl, bool,       \
                                      const T*, const T*, const T*, const T*, int, int);
 FD_BACKWARD(float)
 FD_BACKWARD(double)

@@ -41,7 +41,6 @@ inline bool tensor_cores(Impl i) {
 }
 
 // The GPU rungs, bottom to top (flashdemo ladder runs them in this order).
-inline constexpr Impl kGpuRungs[] = {Impl::teaching, Impl::simt, Impl::tc, Impl::mma,
-                                     Impl::hopper};
+inline constexpr Impl kGpuRungs[] = {Impl::teaching, Impl::simt, Impl::tc, Impl::mma, Impl::hopper};
 
 }  // namespace fd
