@@ -178,8 +178,10 @@ CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int b
     return reinterpret_cast<Encode>(fn);
   }();
   CUtensorMap map{};
-  const cuuint64_t dims[3] = {cuuint64_t(d), cuuint64_t(rows), cuuint64_t(heads)};
-  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), cuuint64_t(rows * d) * sizeof(E)};
+  // (a tensor with no rows still needs a dimension of 1: no block reads it, J = 0 there)
+  const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
+  const cuuint64_t dims[3] = {cuuint64_t(d), extent, cuuint64_t(heads)};
+  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), extent * cuuint64_t(d) * sizeof(E)};
   const cuuint32_t box[3] = {64, cuuint32_t(box_rows), 1}, unit[3] = {1, 1, 1};
   const CUresult r = encode(&map,
                             std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
