@@ -1,8 +1,9 @@
 // ladder.cpp — `flashdemo ladder`: every GPU rung of flashdemo/impl.hpp (kGpuRungs: teaching, simt,
-// tc, mma), bottom to top, on one case, in one table. Each rung is run, verified and timed exactly
-// as `bench` does it (flashdemo/benchmark.hpp: the same inputs, FLOPs, sampled verification
-// before timing, device-timed runs); teaching and simt in fp32, tc and mma in --dtype (bf16 or
-// fp16); --pass fwd or bwd (the backward: teaching and mma; simt and tc refuse it). Above the
+// tc, mma, hopper), bottom to top, on one case, in one table. Each rung is run, verified and timed
+// exactly as `bench` does it (flashdemo/benchmark.hpp: the same inputs, FLOPs, sampled
+// verification before timing, device-timed runs); teaching and simt in fp32, tc, mma and hopper
+// in --dtype (bf16 or fp16); --pass fwd or bwd (the backward: teaching and mma; simt, tc and
+// hopper refuse it; hopper fails with its reason on a GPU other than sm_90). Above the
 // table, cuBLAS's bf16 GEMM in the same run, the ceiling each rung is a share of. A rung that
 // refuses the case or the pass (cuda::refuses) or fails gets a row saying why; the exit code
 // is 1 only when a rung that ran failed its verification.
