@@ -313,6 +313,30 @@ TEST_CASE(
   CHECK(a.dV == b.dV);
 }
 
+// Keys past m (the last tile's zero rows) carry P = 0, even for a row whose exp(-L) overflows fp16
+// in dS: all scores of row 0 are -24 (K's rows all ones, Q's row 0 = -3), so L is about -19.
+TEST_CASE("the rungs: mma's backward ignores the rows past the last key, whatever L is") {
+  const index_t n = 10, m = 100, d = 64;
+  Heads<float> in = random_heads<float>(Case{1, 1, n, m, d, 64, 64}, 41);
+  std::fill(in.K.begin(), in.K.end(), 1.0f);
+  std::fill(in.Q.begin(), in.Q.begin() + d, -3.0f);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::fp16);
+  const AttnParams none{false, {}, {}};
+  for (bool deterministic : {false, true}) {
+    INFO("deterministic=" << deterministic);
+    const RungGradients g =
+        rung_gradients(Precision::fp16, RungCase{1, 1, n, m, d}, none, in, deterministic);
+    for (const auto* x : {&g.dQ, &g.dK, &g.dV})
+      for (float v : *x) REQUIRE(std::isfinite(v));
+    const test::Problem<float> one{head(in.Q, 0, n, d), head(in.K, 0, m, d), head(in.V, 0, m, d),
+                                   head(in.dO, 0, n, d), none};
+    const test::Outputs<float> got{head(g.O, 0, n, d), Eigen::Map<const Vec<float>>(g.L.data(), n),
+                                   head(g.dQ, 0, n, d), head(g.dK, 0, m, d), head(g.dV, 0, m, d)};
+    test::check_outputs(got, test::Expected<float>(one, Precision::fp16), "mma backward",
+                        Precision::fp16);
+  }
+}
+
 TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
   for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper}) {
     const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
@@ -341,7 +365,7 @@ TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile
     for (index_t d : {64, 128})
       for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
         const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
-        const Case c{1, 1, 150, 100, d, 64, 64};
+        const Case c{1, 2, 150, 100, d, 64, 64};  // two heads: the trace is head 0's alone
         const Heads<float> in = random_heads<float>(c, 5);
         const AttnParams p{true, align, {}};
         const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
@@ -349,12 +373,13 @@ TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile
         const Mat<float> Q = head(q, 0, 150, d), K = head(k, 0, 100, d), V = head(v, 0, 100, d);
         Flatten cpu, gpu;
         flash_forward(Q, K, V, p, cuda::kernel_tiles(impl, d), &cpu, Variant{prec, Mistake::none});
-        std::vector<float> O(q.size()), L(150);
+        std::vector<float> O(q.size()), L(300);
         cuda::KernelTrace trace;
-        cuda::forward<float>({1, 1, 150, 100, d}, p, cuda::kernel_tiles(impl, d),
+        cuda::forward<float>({1, 2, 150, 100, d}, p, cuda::kernel_tiles(impl, d),
                              Variant{prec, Mistake::none}, impl, q.data(), k.data(), v.data(),
                              O.data(), L.data(), nullptr, &trace);
-        cuda::replay(trace, p.mask_for(150, 100), std::vector<double>(L.begin(), L.end()), gpu);
+        cuda::replay(trace, p.mask_for(150, 100), std::vector<double>(L.begin(), L.begin() + 150),
+                     gpu);
         INFO(impl_name(impl) << " d " << d << " align " << int(align));
         REQUIRE(cpu.v.size() == gpu.v.size());
         int off = 0;

@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   auto softmax = [&](index_t j) {  // S -> P in s, m2, l, alpha; then the trace
     if (j >= F || (j + 1) * Bc > a.m) mask_fragment<Bc>(s, a.mask, q0 + row, j * Bc, a.m);
     moved = softmax_fragment<Bc>(s, st, a.scale2, m_old, alpha);
-    if constexpr (kTrace) {
+    if (kTrace && head == 0) {  // the trace is head 0's, as on every rung
       record_tile(a.trace, a.tiling, i, j, row, m_old, st, alpha);
       if (threadIdx.x == 128) a.trace.computed[i * a.tiling.Tc() + j] = 1;
     }
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     const index_t q = q0 + row + 8 * r;
     if (q >= a.n) continue;
     if (t == 0) a.L[head * a.n + q] = finalize2(st.m2[r], st.l[r]);
-    if (kTrace && t == 0) {
+    if (kTrace && head == 0 && t == 0) {
       a.trace.final_m[q] = st.m2[r] * 0.69314718055994531f;
       a.trace.final_l[q] = st.l[r];
     }

@@ -236,6 +236,7 @@ __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a
     const float* Di = sD + stage * B;
     const index_t q0 = i * B;
     const bool partial = a.tiling.classify(a.mask, i, j) == TileKind::partial;
+    const bool ragged = k0 + B > a.m;  // the last key tile: its rows past m are zeros
 
     float st[B / 8][4] = {};  // S^T, then P^T: keys kr + g (+ 8), queries 8 nb + 2t (+ 1)
     mma_abt<D, B>(st, sK, kr, Qi, lane);
@@ -245,7 +246,10 @@ __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a
       for (int e = 0; e < 4; ++e) {
         const int col = nb * 8 + 2 * t + (e & 1);
         float p = ptx::exp2_approx(fmaf(st[nb][e], a.scale2, -l2[col]));
-        if (partial && a.mask.masked(q0 + col, k0 + kr + g + 8 * (e >> 1))) p = 0.0f;
+        const index_t key = k0 + kr + g + 8 * (e >> 1);
+        // P = 0 where masked and past the last key: there S = 0 and exp(-L) can overflow E in
+        // dS, which the atomic dQ would multiply by K's zero rows (inf 0 = NaN)
+        if ((partial && a.mask.masked(q0 + col, key)) || (ragged && key >= a.m)) p = 0.0f;
         st[nb][e] = p;
       }
     std::uint32_t af[B / 16][4];

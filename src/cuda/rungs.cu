@@ -324,7 +324,12 @@ void launch_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool det
 // One backward of the problem (O and L already in p): the switch from d to compiled kernels.
 template <class E>
 void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
-  if (p.s.heads() == 0 || p.s.n == 0 || p.s.m == 0) return;
+  if (p.s.heads() == 0 || p.s.n == 0) return;
+  if (p.s.m == 0) {  // no keys: no gradient flows (dK, dV are empty), and D = rowsum(dO 0) = 0
+    check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
+    check(cudaMemsetAsync(g.D.ptr, 0, g.D.count * sizeof(float)), "cudaMemsetAsync");
+    return;
+  }
   if constexpr (std::is_same_v<E, float>) {
     throw CudaError("the simt rung has no backward");
   } else {
