@@ -1,5 +1,6 @@
 // cuda_stub.cpp — the GPU entry points in a build without CUDA: each says so, clearly.
 #include "cuda/cuda_api.hpp"
+#include "cuda/rungs.cuh"
 
 namespace fd::cuda {
 namespace {
@@ -38,6 +39,14 @@ Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, P
                     const T*, const T*, const T*, int, int) {
   no_cuda();
 }
+
+template <class T>
+Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool, const T*, const T*,
+                         const T*, int, int) {
+  no_cuda();
+}
+template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
+                                  const float*, const float*, const float*, int, int);
 
 double gemm_tflops_bf16(index_t, int) {
   no_cuda();
