@@ -79,7 +79,74 @@ struct TraceBuffers {
   }
 };
 
-// One rung's problem on the device: Q, K, V uploaded once in E, O and L allocated.
+// A tensor map of X (heads x rows x d elements of E, row-major) for TMA: boxes of `box_rows` rows
+// x 64 columns of one head, 128-byte swizzled, rows past `rows` read as zeros. The driver's
+// encoder is reached through the runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
+template <class E>
+CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int box_rows) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                           &found),
+          "cudaGetDriverEntryPointByVersion");
+    if (!fn || found != cudaDriverEntryPointSuccess)
+      throw CudaError("the driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 or later)");
+    return reinterpret_cast<Encode>(fn);
+  }();
+  CUtensorMap map{};
+  // (a tensor with no rows still needs a dimension of 1: no block reads it, J = 0 there)
+  const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
+  const cuuint64_t dims[3] = {cuuint64_t(d), extent, cuuint64_t(heads)};
+  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), extent * cuuint64_t(d) * sizeof(E)};
+  const cuuint32_t box[3] = {64, cuuint32_t(box_rows), 1}, unit[3] = {1, 1, 1};
+  const CUresult r = encode(&map,
+                            std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                            3, const_cast<E*>(X), dims, strides, box, unit,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
+  return map;
+}
+
+// The rung hopper runs on sm_90 only (its kernel is built for sm_90a).
+void require_hopper() {
+  int dev = 0, major = 0, minor = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
+        "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev),
+        "cudaDeviceGetAttribute");
+  if (major != 9 || minor != 0)
+    throw CudaError("--impl hopper needs a Hopper GPU (compute capability 9.0); this one is " +
+                    std::to_string(major) + "." + std::to_string(minor));
+}
+
+// hopper's three tensor maps, made once with the problem (none for the other rungs).
+struct HopperMaps {
+  CUtensorMap Q{}, K{}, V{};
+};
+template <class E>
+HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V) {
+  if constexpr (std::is_same_v<E, float>) {
+    return {};
+  } else {
+    if (rung != Impl::hopper || s.heads() == 0 || s.n == 0) return {};  // (nothing launched)
+    require_hopper();
+    return {tensor_map(Q, s.heads(), s.n, s.d, kHopperBr),
+            tensor_map(K, s.heads(), s.m, s.d, kHopperBc),
+            tensor_map(V, s.heads(), s.m, s.d, kHopperBc)};
+  }
+}
+
+// One rung's problem on the device: Q, K, V uploaded once in E, O and L allocated (and for
+// hopper, its tensor maps of Q, K, V).
 template <class E>
 struct DeviceProblem {
   Shape s;
@@ -90,6 +157,7 @@ struct DeviceProblem {
   DeviceArray<E> Q, K, V, O;
   DeviceArray<float> L;
   TraceBuffers trace;
+  HopperMaps maps;
 
   template <class T>
   DeviceProblem(const Shape& shape, const AttnParams& params, Impl rung, const T* q, const T* k,
@@ -105,7 +173,8 @@ struct DeviceProblem {
         V(converted(v, s.heads() * s.m * s.d).data(), std::size_t(s.heads() * s.m * s.d)),
         O(std::size_t(s.heads() * s.n * s.d)),
         L(std::size_t(s.heads() * s.n)),
-        trace(tiling, traced) {}
+        trace(tiling, traced),
+        maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr)) {}
 
   template <class T>
   static std::vector<E> converted(const T* x, index_t count) {
@@ -158,55 +227,6 @@ void launch_simt(const DeviceProblem<float>& p) {
     run(simt_forward_kernel<D, false>);
 }
 
-// A tensor map of X (heads x rows x d elements of E, row-major) for TMA: boxes of `box_rows` rows
-// x 64 columns of one head, 128-byte swizzled, rows past `rows` read as zeros. The driver's
-// encoder is reached through the runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
-template <class E>
-CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int box_rows) {
-  using Encode =
-      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static Encode encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                           &found),
-          "cudaGetDriverEntryPointByVersion");
-    if (!fn || found != cudaDriverEntryPointSuccess)
-      throw CudaError("the driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 or later)");
-    return reinterpret_cast<Encode>(fn);
-  }();
-  CUtensorMap map{};
-  // (a tensor with no rows still needs a dimension of 1: no block reads it, J = 0 there)
-  const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
-  const cuuint64_t dims[3] = {cuuint64_t(d), extent, cuuint64_t(heads)};
-  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), extent * cuuint64_t(d) * sizeof(E)};
-  const cuuint32_t box[3] = {64, cuuint32_t(box_rows), 1}, unit[3] = {1, 1, 1};
-  const CUresult r = encode(&map,
-                            std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                            3, const_cast<E*>(X), dims, strides, box, unit,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
-  return map;
-}
-
-// The rung hopper runs on sm_90 only (its kernel is built for sm_90a).
-void require_hopper() {
-  int dev = 0, major = 0, minor = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
-        "cudaDeviceGetAttribute");
-  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev),
-        "cudaDeviceGetAttribute");
-  if (major != 9 || minor != 0)
-    throw CudaError("--impl hopper needs a Hopper GPU (compute capability 9.0); this one is " +
-                    std::to_string(major) + "." + std::to_string(minor));
-}
-
 // Which of hopper's overlap steps are on; unset, the rung's own choice at that d.
 struct HopperSteps {
   int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
@@ -214,17 +234,12 @@ struct HopperSteps {
 
 template <class E, int D>
 void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
-  require_hopper();
-  const index_t heads = p.s.heads();
-  const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, D, kHopperBr);
-  const CUtensorMap tmK = tensor_map(p.K.ptr, heads, p.s.m, D, kHopperBc);
-  const CUtensorMap tmV = tensor_map(p.V.ptr, heads, p.s.m, D, kHopperBc);
   const HopperArgs<E> a{p.O.ptr, p.L.ptr, p.s.n, p.s.m, p.tiling, p.mask, p.scale2, p.trace.view()};
   constexpr std::size_t bytes = HopperSmem<D>::kBytes;
-  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
+  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
   auto run = [&](auto kernel) {
     allow_smem(kernel, bytes);
-    kernel<<<grid, kHopperThreads, bytes>>>(tmQ, tmK, tmV, a);
+    kernel<<<grid, kHopperThreads, bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
   };
   using Defaults = HopperDefaults<D>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
