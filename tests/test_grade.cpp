@@ -119,18 +119,21 @@ TEST_CASE("hints are right or silent: a mistake that cannot change the array nev
   const CheckProblem p = problem(true, CausalAlign::top_left);
   Grader grader(p);
   const Broken good = flash(p, p.params, Mistake::none, {16, 16});
-  Mat<double> O = good.O, dV = good.dV, neg = good.O, row0 = good.O;
+  Mat<double> O = good.O, dV = good.dV, neg = good.O, row0 = good.O, one = good.O;
   O(5, 3) += 3e-10;  // no-d leaves O exact: it must not be the diagnosis
   dV(2, 1) += 5e-12;
   neg.row(4) *= -1;  // a negated row is no normalization mistake
   row0(0, 2) += 1e-3;
+  one.row(6) *= 1.5;                     // one row off: not "each row off by its own factor"
+  const Mat<double> twice = 2 * good.O;  // one factor for every row: not "its own factor" either
   struct Case {
     ArrayKind kind;
     Mat<double> X;
     index_t first_bad_row;
   };
-  for (const Case& c : {Case{ArrayKind::O, O, 5}, Case{ArrayKind::dV, dV, 2},
-                        Case{ArrayKind::O, neg, 4}, Case{ArrayKind::O, row0, 0}}) {
+  for (const Case& c :
+       {Case{ArrayKind::O, O, 5}, Case{ArrayKind::dV, dV, 2}, Case{ArrayKind::O, neg, 4},
+        Case{ArrayKind::O, row0, 0}, Case{ArrayKind::O, one, 6}, Case{ArrayKind::O, twice, 0}}) {
     const Grade g = grader.grade(c.kind, c.X, Precision::fp64);
     INFO("diagnosis " << int(g.diagnosis));
     CHECK_FALSE(g.pass);

@@ -37,15 +37,20 @@ bool broken_numbers(const Mat<double>& X, const Mat<R>& ref) {
 // Each row of X a positive multiple c_r of the reference row, not all c_r = 1: l divided in
 // the wrong number of times or at the wrong moment. A negated row is not a normalization.
 bool rows_scaled(const Mat<double>& X, const Mat<double>& ref, double tol) {
-  bool any_off = false;
+  index_t rows = 0, off = 0;
+  double c_min = INFINITY, c_max = -INFINITY;
   for (index_t r = 0; r < X.rows(); ++r) {
     const double rr = ref.row(r).squaredNorm();
     if (rr == 0) continue;
-    const double c = X.row(r).dot(ref.row(r)) / rr;
+    const double c = X.row(r).dot(ref.row(r)) / rr;  // X_r = c_r ref_r, by least squares
     if (!(c > 0) || (X.row(r) - c * ref.row(r)).cwiseAbs().maxCoeff() > tol) return false;
-    any_off = any_off || std::abs(c - 1) * ref.row(r).cwiseAbs().maxCoeff() > tol;
+    ++rows;
+    if (std::abs(c - 1) * ref.row(r).cwiseAbs().maxCoeff() <= tol) continue;
+    ++off, c_min = std::min(c_min, c), c_max = std::max(c_max, c);
   }
-  return any_off;
+  // Most rows off, each by its own factor (one factor for all is another mistake, and one row
+  // off alone is not the division by l).
+  return off >= 2 && 2 * off >= rows && c_max - c_min > 1e-6 * c_max;
 }
 
 }  // namespace
