@@ -15,6 +15,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "app.hpp"
@@ -162,6 +163,16 @@ std::string parse_message(const CLI::ParseError& e) {
   if (name == "ArgumentMismatch" && what.find("received") != std::string::npos)
     return tr(Msg::err_given_twice, what.substr(0, what.find(':')));
   if (name == "ArgumentMismatch") return tr(Msg::err_value_missing, what.substr(0, what.find(':')));
+  // CLI::IsMember's "--lang: xx not in {en,zh}", in the words of the other choices
+  const auto colon = what.find(": "), not_in = what.rfind(" not in {");
+  if (name == "ValidationError" && colon != std::string::npos && not_in != std::string::npos &&
+      not_in >= colon + 1 && what.back() == '}') {
+    std::string choices = what.substr(not_in + 9, what.size() - not_in - 10);
+    for (std::size_t k = 0; (k = choices.find(',', k)) != std::string::npos; k += 2)
+      choices.replace(k, 1, ", ");
+    return what.substr(0, colon) + ": " +
+           tr(Msg::err_choice, what.substr(colon + 2, not_in - colon - 2), choices);
+  }
   return what;
 }
 
@@ -190,19 +201,25 @@ void add_global_options(CLI::App& app, fd::ui::ColorMode& color, std::string& la
 
 // Standard output, held during the run, written at its end: a closed pipe ends quietly, any other
 // failure to write is one line and exit 4.
+// The files the run committed stay only once its standard output is written too.
 int finish_stdout(int code) {
   const std::string why = fd::ui::flush_stdout();
-  if (why.empty() || why == "closed pipe") return code;
-  return fail(fd::demos::kFile, tr(Msg::err_stdout, why));
+  const bool written = why.empty() || why == "closed pipe";
+  fd::settle_outputs(written);
+  return written ? code : fail(fd::demos::kFile, tr(Msg::err_stdout, why));
 }
 
-// A failed run prints its error line and nothing else; a failed check still shows its table.
+// A failed run prints its error line and nothing else, and replaces no file; a failed check still
+// shows its table.
 int failed(int code, const std::string& message) {
   if (code == fd::demos::kCheckFailed) {
     const std::string why = fd::ui::flush_stdout();
-    if (!why.empty() && why != "closed pipe")
+    if (!why.empty() && why != "closed pipe") {
+      fd::settle_outputs(false);
       return fail(fd::demos::kFile, tr(Msg::err_stdout, why));
+    }
   }
+  fd::settle_outputs(code == fd::demos::kCheckFailed);
   fd::ui::reset_stdout();
   return fail(code, message);
 }
@@ -294,12 +311,19 @@ int parse_and_run(int argc, char** argv) {
     return finish_stdout(fd::demos::kInterrupted);
   } catch (const fd::demos::Error& e) {
     return failed(e.code, e.what());
+  } catch (const fd::NpyTooLarge& e) {
+    return failed(fd::demos::kTooLarge, e.what());
   } catch (const fd::NpyError& e) {
     return failed(fd::demos::kFile, e.what());
   } catch (const fd::FileError& e) {
     return failed(fd::demos::kFile, e.what());
   } catch (const std::bad_alloc&) {
-    return failed(fd::demos::kTooLarge, tr(Msg::err_out_of_memory));
+    return failed(fd::demos::kTooLarge, tr(Msg::err_out_of_memory,
+                                           fd::demos::format_bytes(fd::demos::memory_available())));
+  } catch (const std::system_error& e) {  // a thread that could not start, past the checks
+    if (e.code() != std::errc::resource_unavailable_try_again)
+      return failed(fd::demos::kInternal, e.what());
+    return failed(fd::demos::kTooLarge, tr(Msg::err_thread_start, e.code().message()));
   } catch (const std::exception& e) {  // a bug: still one line, never a stack trace
     return failed(fd::demos::kInternal, e.what());
   }

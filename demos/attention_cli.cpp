@@ -63,7 +63,7 @@ void add_variants(CLI::App* sub, AttentionOptions& o, Subcommand which) {
 }
 
 Mat<double> load_matrix(const std::string& path, const char* what, index_t rows, index_t cols) {
-  const NpyArray a = read_npy(path);
+  const NpyArray a = read_npy(path, 0.8 * memory_available());
   require_finite(a, path);
   if (a.shape.size() != 2) throw NpyError(tr(Msg::err_not_matrix, path, what, a.shape.size()));
   if ((rows >= 0 && a.shape[0] != rows) || (cols >= 0 && a.shape[1] != cols) || a.shape[0] < 1 ||
@@ -183,6 +183,7 @@ void settle_dtype(AttentionOptions& o) {
     throw Error(kUsage, tr(Msg::err_dtype_precision, dtype_name(o.dtype),
                            precision_name(o.precision), precision_name(o.precision)));
   if (low) o.precision = dtype_precision(o.dtype), o.dtype = DType::fp32;
+  if (o.dtype_given || o.precision_given) o.precision_named = o.precision_given;
   o.dtype_given = o.precision_given = false;  // settled: a second call changes nothing
 }
 
@@ -206,7 +207,14 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
 void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes) {
   const double n = double(o.n), m = double(o.keys()), d = double(o.d);
   const double words = (n + 2 * m) * d * 4 + extra_nm * n * m;  // inputs, copies; n x m arrays
-  ensure_fits(words * double(bytes), tr(Msg::what_reference, extra_nm));
+  // The path's own buffers: per tile S, P, dP, dS (Br x Bc) and its rows of Q, K, V, O, dO, dQ,
+  // dK, dV, for each thread of the fast path, which also sums dQ per thread (n x d each).
+  const TileSizes t = o.tiles();
+  const double threads = o.impl == Impl::fast ? double(thread_count(o)) : 1.0;
+  const double tile = 4.0 * double(t.Br) * double(t.Bc) + 8.0 * double(t.Br + t.Bc) * d;
+  const double per_thread = o.impl == Impl::fast ? 2.0 * n * d : 0.0;  // dQ partials, in double
+  ensure_fits((words + threads * (tile + per_thread)) * double(bytes),
+              tr(Msg::what_reference, extra_nm));
 }
 
 nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand, cuda::Pass pass) {

@@ -48,8 +48,10 @@ struct AttentionOptions {
   bool tiles_given = false;                 // --block-q or --block-k on the command line
   bool br_given = false, bc_given = false;  // which of them
   bool dtype_given = false, precision_given = false;  // --dtype, --precision on the command line
-  bool inputs_read = false;     // prepare_inputs has read --q, --k, --v (n, m, d are theirs)
-  bool deterministic = false;   // --deterministic (backward on the GPU)
+  bool precision_named =
+      true;                    // the precision came from --precision (not --dtype): messages say so
+  bool inputs_read = false;    // prepare_inputs has read --q, --k, --v (n, m, d are theirs)
+  bool deterministic = false;  // --deterministic (backward on the GPU)
   bool draws_per_mask = false;  // backward: the lecture draws Q, K, V afresh for its causal run
   bool causal_implied = false;  // --causal-align without --causal
   bool align_given = false;     // --causal-align on the command line

@@ -80,7 +80,7 @@ std::optional<Msg> hint(Diagnosis d) {
 // An input of the problem (Q, K, V, dO): a finite matrix with no empty dimension, or refused
 // with the file's name.
 Mat<double> load_input(const std::string& path, const char* what) {
-  const NpyArray a = read_npy(path);
+  const NpyArray a = read_npy(path, 0.8 * memory_available());
   require_finite(a, path);
   if (a.shape.size() != 2) throw NpyError(ui::tr(Msg::err_not_matrix, path, what, a.shape.size()));
   if (a.shape[0] < 1 || a.shape[1] < 1)
@@ -184,7 +184,7 @@ struct Submitted {
 
 // Reads the file once: its dtype decides the precision it is judged in (unless --precision says).
 Submitted submit(int k, const std::string& path, Judge j) {
-  const NpyArray a = read_npy(path);
+  const NpyArray a = read_npy(path, 0.8 * memory_available());
   return {k, judged_in(j, a.type), to_matrix<double>(a)};
 }
 

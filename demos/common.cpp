@@ -155,18 +155,21 @@ template <class T>
 void require_fits(const T* x, index_t count, index_t cols, const std::string& what, Precision p,
                   const std::string& file) {
   const double limit = largest_finite(p);
+  index_t worst = -1;  // the entry of largest magnitude beyond the limit
   for (index_t k = 0; k < count; ++k) {
     const T v = x[k];  // compared in T: a long double beyond fp64 stays itself
     if (std::isinf(v) || !(std::abs(v) > T(limit))) continue;  // inf: a masked score (-inf)
-    const std::string where =
-        cols > 1 ? fmt::format("({}, {})", k / cols, k % cols) : fmt::format("[{}]", k);
-    const std::string value = fmt::format("{:.5g}", v), largest = fmt::format("{:.5g}", limit);
-    if (!file.empty())
-      throw Error(kFile, ui::tr(ui::Msg::err_overflow_input, file, what, value, where,
-                                precision_name(p), largest, ui::overflow_hint(p)));
-    throw Error(kUsage, ui::tr(ui::Msg::err_overflow_value, what, value, where, precision_name(p),
-                               largest, ui::overflow_hint(p)));
+    if (worst < 0 || std::abs(v) > std::abs(x[worst])) worst = k;
   }
+  if (worst < 0) return;
+  const std::string where =
+      cols > 1 ? fmt::format("({}, {})", worst / cols, worst % cols) : fmt::format("[{}]", worst);
+  const std::string value = fmt::format("{:.5g}", x[worst]), largest = fmt::format("{:.5g}", limit);
+  if (!file.empty())
+    throw Error(kFile, ui::tr(ui::Msg::err_overflow_input, file, what, value, where,
+                              precision_name(p), largest, ui::overflow_hint(p)));
+  throw Error(kUsage, ui::tr(ui::Msg::err_overflow_value, what, value, where, precision_name(p),
+                             largest, ui::overflow_hint(p)));
 }
 
 template void require_fits(const float*, index_t, index_t, const std::string&, Precision,
@@ -189,16 +192,20 @@ std::string format_bytes(double bytes) {
   return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
-void ensure_threads(index_t threads) {
+void ensure_threads(index_t threads, const char* option) {
   std::vector<std::thread> started;
   try {
     for (index_t k = 1; k < threads; ++k) started.emplace_back([] {});
   } catch (const std::system_error& e) {
     for (std::thread& t : started) t.join();
-    throw Error(kTooLarge,
-                ui::tr(ui::Msg::err_threads, threads, started.size() + 1, e.code().message()));
+    throw Error(kTooLarge, ui::tr(ui::Msg::err_threads, threads, started.size() + 1,
+                                  e.code().message(), option));
   }
   for (std::thread& t : started) t.join();
+}
+
+double memory_available() {
+  return available_memory_bytes();
 }
 
 void ensure_fits(double bytes, const std::string& what) {

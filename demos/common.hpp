@@ -114,10 +114,12 @@ std::vector<std::string> split_commas(const std::string& text);
 
 // Refuses (exit kTooLarge) a run on `threads` threads when the system lets this process start
 // fewer (a limit on processes, ulimit -u): OpenMP would print its own lines and exit.
-void ensure_threads(index_t threads);
+void ensure_threads(index_t threads, const char* option = "--threads");
 
 // Refuses (exit kTooLarge) a run that needs more than the memory available now.
 void ensure_fits(double bytes, const std::string& what);
+// The memory available now: free memory, or what ulimit -v leaves, whichever is less.
+double memory_available();
 std::string format_bytes(double bytes);
 
 // The lecture's inputs: Q, K, V drawn in that order as torch.randn(.., dtype=float64)

@@ -1,6 +1,8 @@
 // device.cpp — CPU or CUDA, chosen at one place (see device.hpp).
 #include "device.hpp"
 
+#include <fmt/core.h>
+
 #include "cuda/cuda_api.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
 #include "ui/output.hpp"
@@ -47,7 +49,10 @@ void require_device(const AttentionOptions& o, Subcommand which) {
     if (o.trace >= ui::TraceLevel::tiles)
       throw Error(kUsage, ui::tr(ui::Msg::err_fast_trace,
                                  o.trace == ui::TraceLevel::tiles ? "tiles" : "rows"));
-    if (o.emulated()) throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--precision"));
+    if (o.emulated())  // named as given: --dtype bf16 and --precision bf16 are one run here
+      throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant,
+                                 fmt::format("{} {}", o.precision_named ? "--precision" : "--dtype",
+                                             precision_name(o.precision))));
     if (o.mistake != Mistake::none)
       throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--break"));
     if (o.show_p >= 0) throw Error(kUsage, ui::tr(ui::Msg::err_fast_variant, "--show-p"));

@@ -24,6 +24,13 @@ const char* type_name(MemType t) {
   return t == MemType::fp32 ? "fp32" : t == MemType::bf16 ? "bf16" : "fp16";
 }
 
+// v with three decimals (the lecture's table), or in scientific notation where that would not
+// leave a space in a column `width` wide.
+std::string fitted(double v, std::size_t width) {
+  const std::string f = fmt::format("{:.3f}", v);
+  return f.size() < width ? f : fmt::format("{:.3e}", v);
+}
+
 // A table row without the spaces that right-aligned empty cells leave at its end.
 std::string trimmed(std::string line) {
   while (line.size() > 1 && line[line.size() - 2] == ' ') line.erase(line.size() - 2, 1);
@@ -53,9 +60,10 @@ void print_formula_table(const MemoryOptions& o, const std::vector<index_t>& ns,
   for (index_t n : ns) {
     const MemoryFormula f =
         memory_formula(n, o.d, element_bytes(o.dtype), M, o.causal, o.batch * o.heads);
-    ui::result_raw(fmt::format("  {:>10}{:>17.3f} GB{:>15.3f} MB{:>22}{:>20}\n", n,
-                               f.standard_bytes / 1e9, f.flash_bytes / 1e6,
-                               ui::grouped(f.standard_io / 1e6), ui::grouped(f.flash_io / 1e6)));
+    ui::result_raw(fmt::format("  {:>10}{:>17} GB{:>15} MB{:>22}{:>20}\n", n,
+                               fitted(f.standard_bytes / 1e9, 17), fitted(f.flash_bytes / 1e6, 15),
+                               ui::grouped_fit(f.standard_io / 1e6, 22),
+                               ui::grouped_fit(f.flash_io / 1e6, 20)));
     rec.emit({{"event", "memory_formula"},
               {"n", n},
               {"standard_bytes", f.standard_bytes},
@@ -90,7 +98,7 @@ void print_ledger(const MemoryOptions& o, const std::vector<index_t>& ns, double
                       o.batch * o.heads);
     const MemoryFormula f =
         memory_formula(n, o.d, element_bytes(o.dtype), M, o.causal, o.batch * o.heads);
-    auto mil = [](double v) { return ui::grouped(v / 1e6); };
+    auto mil = [](double v) { return ui::grouped_fit(v / 1e6, 10); };
     ui::result_raw(fmt::format(fmt::runtime(row), n, mil(f.flash_io), mil(g.standard_fwd.total()),
                                mil(g.fa1_fwd.total()), mil(g.fa2_fwd.total()),
                                mil(g.standard_bwd.total()), mil(g.fa1_bwd.total()),
@@ -136,7 +144,9 @@ void print_fusion(const MemoryOptions& o, const std::vector<index_t>& ns, Record
 // GFLOP with three significant digits or more.
 std::string gflop(double flops) {
   const double g = flops / 1e9;
-  return g < 10 ? fmt::format("{:.2f}", g) : g < 1000 ? fmt::format("{:.1f}", g) : ui::grouped(g);
+  return g < 10     ? fmt::format("{:.2f}", g)
+         : g < 1000 ? fmt::format("{:.1f}", g)
+                    : ui::grouped_fit(g, 11);
 }
 
 Flops flops_for(const MemoryOptions& o, double M, index_t n) {

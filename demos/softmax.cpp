@@ -41,7 +41,7 @@ template <class T>
 std::vector<T> input_values(const SoftmaxOptions& o) {
   std::vector<T> x;
   if (!o.input.empty()) {
-    const NpyArray a = read_npy(o.input);
+    const NpyArray a = read_npy(o.input, 0.8 * memory_available());
     require_finite(a, o.input);
     if (a.shape.size() != 1 || a.shape[0] < 1)
       throw NpyError(ui::tr(Msg::softmax_err_vector, o.input));

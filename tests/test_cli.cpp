@@ -614,7 +614,8 @@ TEST_CASE("bad files and outputs: one line, exit 4 (file) or 2 (usage), nothing 
       {"forward --scale 1e308", "S = scale Q K^T reaches", 2},
       // The fast path: no trace, no emulated precision or mistakes, not on the GPU.
       {"forward --impl fast --trace tiles", "--impl fast is not traced", 2},
-      {"backward --impl fast --precision bf16", "--precision needs --impl teaching", 2},
+      {"backward --impl fast --precision bf16", "--precision bf16 needs --impl teaching", 2},
+      {"forward --impl fast --dtype fp16", "--dtype fp16 needs --impl teaching", 2},
       {"forward --impl fast --break no-max", "--break needs --impl teaching", 2},
       {"forward --impl fast --device cuda", "--impl fast runs on the CPU", 2},
       {"forward --impl quick", "--impl", 2},
@@ -1396,7 +1397,10 @@ TEST_CASE("every line of every subcommand fits 100 display columns, in English a
                                              "forward --break wrong-align",
                                              "forward --break no-rescale",
                                              "forward --break l-starts-at-1",
-                                             "backward --break no-d"};
+                                             "backward --break no-d",
+                                             "ring --n 64 --d 8",
+                                             "ring --n 64 --d 8 --ranks 3 --causal --pass bwd",
+                                             "ring --n 40 --m 30 --d 4 --layout contiguous"};
   for (const char* lang : {"en", "zh"})
     for (const std::string& cmd : commands) {
       const Run r = run(cmd + " --lang " + lang);
@@ -1753,6 +1757,21 @@ TEST_CASE("files are never lost or overwritten: failed runs change nothing, one 
       {"$FD forward --json > /dev/full", "cannot write to standard output", 4},
       {"$FD forward --trace rows --n 300 > /dev/full", "cannot write to standard output", 4},
       {"$FD forward >&-", "cannot write to standard output: Bad file descriptor", 4},
+      // the outputs committed, then standard output fails: every file is put back
+      {"$FD forward --save-o o.npy > /dev/full", "cannot write to standard output", 4},
+      {"$FD forward --save-o o.npy --save-lse new.npy --html p.html >&-",
+       "cannot write to standard output", 4},
+      {"$FD backward --save-dq o.npy --save-dv new.npy > /dev/full",
+       "cannot write to standard output", 4},
+      // a stream whose header promises more than the memory: refused before it is read
+      {"(printf '\\x93NUMPY\\x01\\x00\\x76\\x00'; printf \"{'descr': '<f4', "
+       "'fortran_order': False, 'shape': (1000000000, 4), }%49s\\n\" ''; cat /dev/zero) | "
+       "$FD softmax --input /dev/stdin",
+       "more than the", 3},
+      // the fast path's own buffers are in the estimate (a huge tile under a small limit)
+      {"(ulimit -v 400000; $FD forward --n 2560 --d 4 --impl fast --block-q 2560 --block-k 2560)",
+       "of memory is available", 3},
+      {"$FD --lang '' forward", "--lang: '' is not one of en, zh", 2},
   };
   for (const Bad& b : cases) {
     const auto before = files_in(dir);

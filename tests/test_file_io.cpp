@@ -82,7 +82,55 @@ TEST_CASE("nothing is replaced before commit, and a run that fails leaves no tem
   CHECK(slurp(dir / "o.npy") == "new O");
   CHECK(slurp(dir / "l.npy") == "new L");
   CHECK(slurp(dir / "o.npy.tmp") == "not mine");
+  CHECK(entries(dir) == 4);  // and o.npy's earlier file, kept until the run settles
+  settle_outputs(true);
   CHECK(entries(dir) == 3);
+}
+
+TEST_CASE("a commit is undone whole: a rename that fails, or a run that fails after it") {
+  const fs::path dir = fresh_dir();
+  std::ofstream(dir / "o.npy") << "earlier O";
+  auto staged = [&](OutputFiles& o) {
+    o.add("--save-o", (dir / "o.npy").string());
+    o.add("--save-lse", (dir / "l.npy").string());
+    o.check({});
+    o.stage((dir / "o.npy").string(), "new O");
+    o.stage((dir / "l.npy").string(), "new L");
+  };
+  {
+    OutputFiles o;
+    staged(o);
+    fs::create_directories(dir / "l.npy");  // the second rename fails: the first is undone
+    CHECK_THROWS_AS(o.commit(), FileError);
+  }
+  CHECK(slurp(dir / "o.npy") == "earlier O");
+  CHECK(entries(dir) == 2);  // o.npy and the directory: no temporary, no kept file
+  fs::remove(dir / "l.npy");
+  {
+    OutputFiles o;
+    staged(o);
+    o.commit();
+  }
+  CHECK(slurp(dir / "o.npy") == "new O");
+  settle_outputs(false);  // standard output could not be written: the run failed after all
+  CHECK(slurp(dir / "o.npy") == "earlier O");
+  CHECK_FALSE(fs::exists(dir / "l.npy"));
+  CHECK(entries(dir) == 1);
+}
+
+TEST_CASE("a replaced file keeps its permission bits") {
+  const fs::path dir = fresh_dir();
+  std::ofstream(dir / "o.npy") << "private";
+  fs::permissions(dir / "o.npy", fs::perms::owner_read | fs::perms::owner_write);
+  OutputFiles o;
+  o.add("--save-o", (dir / "o.npy").string());
+  o.check({});
+  o.stage((dir / "o.npy").string(), "new");
+  o.commit();
+  settle_outputs(true);
+  CHECK(slurp(dir / "o.npy") == "new");
+  CHECK(fs::status(dir / "o.npy").permissions() ==
+        (fs::perms::owner_read | fs::perms::owner_write));
 }
 
 TEST_CASE("targets that are not regular files of one's own are refused by name") {
@@ -105,6 +153,7 @@ TEST_CASE("a symbolic link to an output file is followed: the file is replaced, 
   o.check({});
   o.stage((dir / "link.npy").string(), "new");
   o.commit();
+  settle_outputs(true);
   CHECK(fs::is_symlink(dir / "link.npy"));
   CHECK(slurp(dir / "real.npy") == "new");
 }

@@ -89,6 +89,11 @@ std::string grouped(double v) {
   return out;
 }
 
+std::string grouped_fit(double v, std::size_t width) {
+  const std::string g = grouped(v);
+  return g.size() < width ? g : fmt::format("{:.2e}", v);
+}
+
 void heading(const std::string& title, const std::string& source) {
   say_raw(fmt::format("\n{}\n{}\n", paint(title, Paint::heading), paint(source, Paint::dim)));
 }

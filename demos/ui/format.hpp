@@ -26,6 +26,9 @@ std::string span(const std::vector<double>& v, int decimals);
 std::string range(Range r);
 // 1,234,567
 std::string grouped(double v);
+// grouped(v) where it leaves a space in a column `width` wide, else v in scientific notation
+// ("2.36e+13"): a huge value keeps its column.
+std::string grouped_fit(double v, std::size_t width);
 // The heading of a subcommand: a title and its place in the lecture.
 void heading(const std::string& title, const std::string& source);
 void section(const std::string& title);

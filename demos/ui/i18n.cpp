@@ -28,12 +28,13 @@ bool starts_with_zh(const char* s) {
 }  // namespace
 
 Lang detect_lang(int argc, char** argv) {
+  const char* given = nullptr;  // the last --lang, as the option itself keeps the last value
   for (int k = 1; k < argc; ++k) {
     const char* a = argv[k];
-    if (std::strcmp(a, "--lang") == 0 && k + 1 < argc)
-      return starts_with_zh(argv[k + 1]) ? Lang::zh : Lang::en;
-    if (std::strncmp(a, "--lang=", 7) == 0) return starts_with_zh(a + 7) ? Lang::zh : Lang::en;
+    if (std::strcmp(a, "--lang") == 0 && k + 1 < argc) given = argv[k + 1];
+    if (std::strncmp(a, "--lang=", 7) == 0) given = a + 7;
   }
+  if (given) return starts_with_zh(given) ? Lang::zh : Lang::en;
   for (const char* var : {"LC_ALL", "LC_MESSAGES", "LANG"}) {
     const char* v = std::getenv(var);
     if (v && *v) return starts_with_zh(v) ? Lang::zh : Lang::en;

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -73,10 +74,16 @@ std::optional<std::string> unwritable(const std::string& path) {
              "outputs to regular files only";
     if (::access(path.c_str(), W_OK) != 0) return "cannot write there: " + reason(errno);
   }
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  const uid_t owner = st.st_uid;
   const std::string dir = split(real_path(path).value_or(path)).first;
   if (::stat(dir.c_str(), &st) != 0) return "cannot write there: " + reason(errno);
   if (!S_ISDIR(st.st_mode)) return "cannot write there: " + dir + " is not a directory";
   if (::access(dir.c_str(), W_OK | X_OK) != 0) return "cannot write there: " + reason(errno);
+  const uid_t me = ::geteuid();  // a sticky directory (/tmp): only a file's owner replaces it
+  if (exists && (st.st_mode & S_ISVTX) && me != 0 && owner != me && st.st_uid != me)
+    return "cannot replace another user's file in a shared (sticky) directory: choose another "
+           "name";
   return std::nullopt;
 }
 
@@ -102,7 +109,98 @@ mode_t file_mode() {  // what open(0666) would give under the process's umask
   return 0666 & ~mask;
 }
 
+// The temporaries a terminating signal removes: fixed slots, read by the handler (no allocation
+// there). A slot is 0 when free.
+constexpr int kSlots = 64;
+char g_temporaries[kSlots][PATH_MAX];
+volatile std::sig_atomic_t g_used[kSlots];
+constexpr int kSignals[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+struct sigaction g_previous[std::size(kSignals)];
+
+extern "C" void remove_temporaries(int sig) {
+  for (int k = 0; k < kSlots; ++k)
+    if (g_used[k]) ::unlink(g_temporaries[k]);
+  for (std::size_t k = 0; k < std::size(kSignals); ++k)  // then as the signal would have gone on
+    if (kSignals[k] == sig) ::sigaction(sig, &g_previous[k], nullptr);
+  ::raise(sig);
+}
+
+void watch_signals() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  struct sigaction act {};
+  act.sa_handler = remove_temporaries;
+  sigemptyset(&act.sa_mask);
+  for (std::size_t k = 0; k < std::size(kSignals); ++k) {
+    ::sigaction(kSignals[k], nullptr, &g_previous[k]);
+    if (g_previous[k].sa_handler == SIG_DFL) ::sigaction(kSignals[k], &act, nullptr);
+  }
+}
+
+void remember(const std::string& temporary) {
+  watch_signals();
+  if (temporary.size() >= PATH_MAX) return;
+  for (int k = 0; k < kSlots; ++k) {
+    if (g_used[k]) continue;
+    std::memcpy(g_temporaries[k], temporary.c_str(), temporary.size() + 1);
+    g_used[k] = 1;
+    return;
+  }
+}
+
+void forget(const std::string& temporary) {
+  for (int k = 0; k < kSlots; ++k)
+    if (g_used[k] && temporary == g_temporaries[k]) g_used[k] = 0;
+}
+
+// One rename of a commit, undone by putting `kept` (the file it replaced, kept beside it) back,
+// or by removing the new file where there was none.
+struct Replaced {
+  std::string target, kept;
+  bool existed = false;
+};
+std::vector<Replaced>& pending() {  // every commit's renames not yet settled
+  static std::vector<Replaced> list;
+  return list;
+}
+
+void undo(const Replaced& r) {
+  if (!r.existed)
+    ::unlink(r.target.c_str());
+  else if (!r.kept.empty())
+    ::rename(r.kept.c_str(), r.target.c_str());
+}
+
+// Before `target` is replaced: the file there kept at a fresh name beside it (reserved by mkstemp,
+// so no other file's name is taken), as a hard link, or where links are refused moved aside.
+Replaced keep_old(const std::string& target) {
+  Replaced r{target, "", false};
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) != 0) return r;
+  r.existed = true;
+  if (!S_ISREG(st.st_mode)) return r;  // not a file: the rename onto it fails, nothing to keep
+  const auto [dir, name] = split(target);
+  std::string kept = dir + "/." + name + ".old.XXXXXX";
+  const int fd = ::mkstemp(kept.data());
+  if (fd < 0) return r;  // cannot be kept: the commit replaces it all the same
+  ::close(fd);
+  if (::unlink(kept.c_str()) == 0 &&
+      (::link(target.c_str(), kept.c_str()) == 0 || ::rename(target.c_str(), kept.c_str()) == 0))
+    r.kept = kept;
+  return r;
+}
+
 }  // namespace
+
+void settle_outputs(bool keep) {
+  std::vector<Replaced>& list = pending();
+  for (auto r = list.rbegin(); r != list.rend(); ++r) {
+    if (keep && !r->kept.empty()) ::unlink(r->kept.c_str());
+    if (!keep) undo(*r);
+  }
+  list.clear();
+}
 
 InputFile::InputFile(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -131,8 +229,11 @@ std::size_t InputFile::read(char* buf, std::size_t n) {
 }
 
 OutputFiles::~OutputFiles() {
-  for (const Output& o : outputs_)
-    if (!o.temporary.empty()) ::unlink(o.temporary.c_str());
+  for (const Output& o : outputs_) {
+    if (o.temporary.empty()) continue;
+    ::unlink(o.temporary.c_str());
+    forget(o.temporary);
+  }
 }
 
 void OutputFiles::add(const std::string& option, const std::string& path) {
@@ -172,8 +273,10 @@ void OutputFiles::stage(const std::string& path, const std::string& bytes) {
     const int fd = ::mkstemp(temporary.data());
     if (fd < 0) throw FileError(label(o.file) + ": cannot write: " + reason(errno));
     o.temporary = temporary;  // removed by the destructor unless committed
+    remember(temporary);      // and by a terminating signal
     try {
-      ::fchmod(fd, file_mode());
+      struct stat st {};  // a file replaced keeps its permission bits
+      ::fchmod(fd, ::stat(o.target.c_str(), &st) == 0 ? st.st_mode & 07777 : file_mode());
       write_all(fd, bytes, label(o.file));
     } catch (...) {
       ::close(fd);
@@ -186,12 +289,24 @@ void OutputFiles::stage(const std::string& path, const std::string& bytes) {
 }
 
 void OutputFiles::commit() {
+  std::vector<Replaced> done;
   for (Output& o : outputs_) {
     if (o.temporary.empty()) continue;
-    if (::rename(o.temporary.c_str(), o.target.c_str()) != 0)
-      throw FileError(label(o.file) + ": cannot write: " + reason(errno));
+    const Replaced old = keep_old(o.target);
+    if (::rename(o.temporary.c_str(), o.target.c_str()) != 0) {
+      const int error = errno;
+      struct stat st {};  // the target untouched (kept as a link: drop it), or moved aside
+      if (!old.kept.empty() && ::lstat(o.target.c_str(), &st) == 0) ::unlink(old.kept.c_str());
+      if (!old.kept.empty() && ::lstat(o.target.c_str(), &st) != 0)
+        ::rename(old.kept.c_str(), o.target.c_str());
+      for (auto r = done.rbegin(); r != done.rend(); ++r) undo(*r);  // none replaced after all
+      throw FileError(label(o.file) + ": cannot write: " + reason(error));
+    }
+    forget(o.temporary);
     o.temporary.clear();
+    done.push_back(old);
   }
+  pending().insert(pending().end(), done.begin(), done.end());
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
@@ -200,6 +315,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   if (const auto why = unwritable(path)) throw FileError(path + ": " + *why);
   out.stage(path, bytes);
   out.commit();
+  settle_outputs(true);  // one file: nothing else can fail after it
 }
 
 }  // namespace fd

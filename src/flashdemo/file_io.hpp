@@ -8,6 +8,11 @@
 //                    to unique temporaries beside their targets (mkstemp: nothing else's name is
 //                    ever touched), renamed into place only when every one was written in full;
 //                    a run that fails before commit() replaces none and leaves no temporary.
+//   The commit is undone as a whole: each file a rename replaces is kept (a hard link beside it)
+//   until settle_outputs(true), when the run has also written its standard output; a rename that
+//   fails, or settle_outputs(false), puts every earlier file back and removes the new ones. A
+//   terminating signal (SIGTERM, SIGHUP, SIGINT, SIGQUIT) removes the temporaries before it ends
+//   the process. A replaced file keeps its permission bits.
 #pragma once
 
 #include <stdexcept>
@@ -67,7 +72,9 @@ class OutputFiles {
   bool has(const std::string& path) const;
   // Writes `bytes` for the output `path` to a fresh temporary beside it, every write checked.
   void stage(const std::string& path, const std::string& bytes);
-  // Renames every staged temporary into place; outputs never staged are left alone.
+  // Renames every staged temporary into place; outputs never staged are left alone. On a
+  // failure every rename already made is undone (FileError). Until settle_outputs, the files it
+  // replaced are kept, so the whole commit can still be undone.
   void commit();
 
  private:
@@ -81,5 +88,10 @@ class OutputFiles {
 
 // Writes one file the same way (a run with a single output): stage, then commit.
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// The end of a run's commits: keep = true drops the files they replaced; false puts those back
+// and removes the files the commits created (a run that failed after its commit, such as one
+// whose standard output could not be written).
+void settle_outputs(bool keep);
 
 }  // namespace fd

@@ -153,7 +153,7 @@ std::vector<char> read_data(InputFile& in, std::size_t n, std::size_t width,
 }
 
 // The reading itself (read_npy turns a FileError into an NpyError).
-NpyArray read_npy_from(const std::string& path) {
+NpyArray read_npy_from(const std::string& path, double budget) {
   InputFile in(path);  // a file, a pipe or a FIFO: read as far as the header says, never sought
   const Header h = parse_header(read_header(in, path), path);
   index_t count = 1;
@@ -162,6 +162,13 @@ NpyArray read_npy_from(const std::string& path) {
     count *= s;
   }
   const index_t width = h.type == NpyType::f8 ? 8 : h.type == NpyType::f4 ? 4 : 2;
+  const double need = double(count) * double(width + 8);  // the bytes read, then as doubles
+  if (need > budget)
+    throw NpyTooLarge(path + ": the header promises " + std::to_string(count) + " elements, " +
+                      std::to_string(std::int64_t(need / 1e6)) +
+                      " MB to read them, more than the " +
+                      std::to_string(std::int64_t(budget / 1e6)) +
+                      " MB of memory available; choose smaller arrays");
   const std::vector<char> raw = read_data(in, std::size_t(count * width), std::size_t(width), path);
   NpyArray a{h.type, h.shape, std::vector<double>(std::size_t(count))};
   for (index_t k = 0; k < count; ++k) {  // little-endian on every host flashdemo builds for
@@ -182,9 +189,9 @@ NpyArray read_npy_from(const std::string& path) {
 
 }  // namespace
 
-NpyArray read_npy(const std::string& path) {
+NpyArray read_npy(const std::string& path, double budget) {
   try {
-    return read_npy_from(path);
+    return read_npy_from(path, budget);
   } catch (const NpyError&) {
     throw;
   } catch (const FileError& e) {  // cannot open, cannot read: the same one line

@@ -12,6 +12,7 @@
 // temporary renamed into place, so a failed write never leaves a half-written file).
 #pragma once
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct NpyError : FileError {
   using FileError::FileError;
 };
 
+// A header promising an array larger than the memory available.
+struct NpyTooLarge : NpyError {
+  using NpyError::NpyError;
+};
+
 enum class NpyType { f2, f4, f8 };
 
 struct NpyArray {
@@ -37,7 +43,10 @@ struct NpyArray {
   index_t cols() const { return shape.empty() ? 1 : shape.back(); }
 };
 
-NpyArray read_npy(const std::string& path);
+// The array, read to its end. `budget`: the bytes of memory the array may take (widened to double,
+// beside the bytes read); a header that promises more is refused at once (NpyTooLarge), before
+// a stream that would never end is read.
+NpyArray read_npy(const std::string& path, double budget = HUGE_VAL);
 
 // Non-finite entries are refused: "x.npy: element (3, 1) is nan".
 void require_finite(const NpyArray& a, const std::string& path);

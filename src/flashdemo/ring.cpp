@@ -437,17 +437,23 @@ RingResult<T> ring_in_process(const RingSchedule& s, const AttnParams& p, RingPa
   std::vector<RingResult<T>> results(std::size_t(s.ranks));
   std::vector<std::exception_ptr> errors(std::size_t(s.ranks));
   std::vector<std::thread> threads;
-  for (index_t r = 0; r < s.ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        InProcessRank net(ring, r);
-        results[std::size_t(r)] = ring_rank(net, s, p, pass, in);
-      } catch (const RingAborted&) {  // another rank failed first: its error is the one
-      } catch (...) {
-        errors[std::size_t(r)] = std::current_exception();
-        ring.abort();
-      }
-    });
+  try {
+    for (index_t r = 0; r < s.ranks; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          InProcessRank net(ring, r);
+          results[std::size_t(r)] = ring_rank(net, s, p, pass, in);
+        } catch (const RingAborted&) {  // another rank failed first: its error is the one
+        } catch (...) {
+          errors[std::size_t(r)] = std::current_exception();
+          ring.abort();
+        }
+      });
+  } catch (...) {  // a thread that could not start (a process limit): end the ones that did
+    ring.abort();
+    for (std::thread& t : threads) t.join();
+    throw;
+  }
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
