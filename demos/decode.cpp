@@ -26,6 +26,7 @@
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
 #include "ui/output.hpp"
+#include "ui/progress.hpp"
 #include "ui/verdict.hpp"
 
 namespace fd::demos {
@@ -343,12 +344,17 @@ void run_decode_as(const DecodeOptions& o, const SplitPlan& plan) {
   bench::Case c;
   c.b = o.b, c.h = o.h, c.n = o.n, c.m = o.m, c.d = o.d, c.seed = o.seed;
   c.precision = precision_of<T>();
+  ui::Progress progress("flashdemo decode");  // stderr, on a terminal, past a second
+  progress.phase(ui::tr(Msg::progress_splits));
   const bench::Arrays<T> a = bench::random_arrays<T>(c);
   SplitKvResult<T> r;
   split_kv_forward(o.shape(), o.params(), plan.splits, o.workers(), a.Q.data(), a.K.data(),
                    a.V.data(), r);
+  progress.phase(ui::tr(Msg::progress_reference));
   const Checked checked = check(o, a, r);
+  progress.phase(ui::tr(Msg::progress_timing));
   const Timing timing = time_runs(o, plan, a, r);
+  progress.stop();
   if (ui::settings().json) {
     emit_json(o, plan, r, checked, timing);
   } else {

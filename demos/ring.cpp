@@ -30,6 +30,7 @@
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
 #include "ui/output.hpp"
+#include "ui/progress.hpp"
 #include "ui/verdict.hpp"
 
 namespace fd::demos {
@@ -349,12 +350,17 @@ template <class T>
 void run_ring_as(const RingOptions& o, const Plan& plan, RingTransport* net) {
   bench::Case c;
   c.n = o.n, c.m = o.keys(), c.d = o.d, c.seed = o.seed, c.precision = precision_of<T>();
+  ui::Progress progress("flashdemo ring");       // stderr, on a terminal, past a second
+  if (net && net->rank() != 0) progress.stop();  // one line, rank 0's
+  progress.phase(ui::tr(Msg::progress_ring));
   const bench::Arrays<T> a = bench::random_arrays<T>(c);
   const RingInputs<T> in{a.Q.data(), a.K.data(), a.V.data(), a.dO.data()};
   const RingResult<T> r = net ? ring_rank(*net, plan.schedule, o.params(), o.ring_pass(), in)
                               : ring_in_process(plan.schedule, o.params(), o.ring_pass(), in);
   if (net && net->rank() != 0) return;
+  progress.phase(ui::tr(Msg::progress_reference));
   const Checked checked = check(o, a, r);
+  progress.stop();
   if (ui::settings().json) {
     emit_json(o, plan, r, checked);
   } else {
@@ -400,7 +406,7 @@ void run_ring(const RingOptions& o) {
   const Plan plan = plan_for(o, l);  // every rank refuses bad options alike, before MPI starts
   if (plan.where == Where::threads_no_mpi && l.rank != 0) return;  // rank 0 simulates them all
   if (plan.where != Where::mpi) {
-    ensure_threads(plan.ranks);
+    ensure_threads(plan.ranks + 1, "--ranks");  // a thread per rank, beside this one
     return run_with(o, plan, nullptr);
   }
   const std::unique_ptr<RingTransport> net = mpi::world();

@@ -28,6 +28,10 @@ Progress::Progress(std::string what) : what_(std::move(what)) {
 }
 
 Progress::~Progress() {
+  stop();
+}
+
+void Progress::stop() {
   if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);

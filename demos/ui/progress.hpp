@@ -24,6 +24,8 @@ class Progress : public TraceSink {
   Progress& operator=(const Progress&) = delete;
 
   bool on() const { return thread_.joinable(); }
+  // Ends the line now (erased if it was drawn); the destructor does the same.
+  void stop();
   // The phase now running; total > 0: the tiles it will report (shown as "i of total").
   void phase(const std::string& label, index_t total = 0);
   void on(const TileEvent&) override { ++done_; }
