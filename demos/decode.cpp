@@ -416,6 +416,7 @@ void run_decode(DecodeOptions o) {
   check_device_options(o);
   if (o.device == Device::cuda) {
     plan_for(o, 1);  // a --splits beyond the key tiles: refused (exit 2) before the GPU is sought
+    if (o.splits > kMaxSplits) throw Error(kUsage, ui::tr(Msg::decode_err_splits_gpu, o.splits));
     return run_decode_gpu(o);
   }
   const SplitPlan plan = plan_for(o, o.workers());  // a --splits too large: refused before any work

@@ -183,8 +183,8 @@ DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, inde
                  const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps) {
   require_gpu();
   const Tiling t = decode_tiling(s, decode_tiles(s.n));
-  if (splits < 1 || splits > std::max<index_t>(1, t.Tc()))
-    throw CudaError("splits must lie in 1 .. the number of key tiles");
+  if (splits < 1 || splits > std::max<index_t>(1, t.Tc()) || splits > kMaxSplits)
+    throw CudaError("splits must lie in 1 .. min(the number of key tiles, 128)");
   return with_kernel(prec, s.d, s.n, [&](auto kernel) {
     return run_with(s, p, splits, in, heads, warmup, reps, kernel);
   });

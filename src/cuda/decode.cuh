@@ -222,17 +222,26 @@ __device__ void write_part(const DecodeArgs<E>& a, const DecodeShared<R, D, 4>& 
   }
 }
 
-// The unit's S parts merged, in split order, one (row, column) per thread.
+// The unit's S <= kMaxSplits parts merged, in split order, one (row, column) per thread. The
+// rows' L_s are read into shared memory once, all at a time (each thread would read each of them
+// up to 3 times otherwise, one after another); the O_s through L2.
 template <class E, int D, int R>
 __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
   const index_t n = a.n, S = a.splits;
+  __shared__ float L_rows[R][kMaxSplits];
+  const int parts = int(S), count = parts * int(rows.size());  // (32-bit: S <= 128, <= R rows)
+  for (int k = int(threadIdx.x); k < count; k += int(blockDim.x)) {
+    const int r = k / parts, s = k % parts;
+    L_rows[r][s] = __ldcg(a.L_part + (head * S + s) * n + rows.begin + r);
+  }
+  __syncthreads();
   for (int item = int(threadIdx.x); item < R * D; item += int(blockDim.x)) {
     const int r = item / D, x = item % D;
     if (r >= rows.size()) break;
     const index_t q = rows.begin + r;
-    const Uncached O_s{a.O_part + (head * S * n + q) * D + x}, L_s{a.L_part + head * S * n + q};
-    float o;
-    const float L = merge_splits(O_s, n * D, L_s, n, S, index_t(1), &o);  // column x of O
+    const Uncached O_s{a.O_part + (head * S * n + q) * D + x};
+    float o;  // column x of O
+    const float L = merge_splits(O_s, n * D, L_rows[r], 1, S, index_t(1), &o);
     a.O[(head * n + q) * D + x] = to_element<E>(o);
     if (x == 0) a.L[head * n + q] = L;
   }
@@ -244,9 +253,11 @@ __global__ void __launch_bounds__(DecodeLayout<E, D>::kThreads)
   using Lay = DecodeLayout<E, D>;
   constexpr int kPer = Lay::kPer;
   static_assert(Lay::kWarps == 4, "write_part reads 4 warps' states");
-  const index_t S = a.splits, unit = blockIdx.x / S, s = blockIdx.x % S;
-  const index_t head = unit / a.tiling.Tr();
-  const Range rows = a.tiling.rows(unit % a.tiling.Tr());
+  // (32-bit quotients: the grid has fewer than 2^31 blocks)
+  const unsigned splits = unsigned(a.splits), groups = unsigned(a.tiling.Tr());
+  const index_t S = a.splits, unit = blockIdx.x / splits, s = blockIdx.x % splits;
+  const index_t head = unsigned(unit) / groups;
+  const Range rows = a.tiling.rows(unsigned(unit) % groups);
   const Range keys = split_keys(a.tiling, S, s);
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int j = lane / Lay::G, c = lane % Lay::G;  // key j of a load, chunk c of its row

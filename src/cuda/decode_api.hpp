@@ -47,7 +47,8 @@ struct DecodeRun {
   std::vector<double> ms;             // CUDA-event milliseconds of each timed run
 };
 
-// One run of S splits (1 <= S <= Tc of decode_tiles) for the outputs, then `reps` timed runs after
+// One run of S splits (1 <= S <= min(Tc of decode_tiles, kMaxSplits): the merging block holds the
+// parts' L_s in shared memory) for the outputs, then `reps` timed runs after
 // `warmup` untimed ones on the same device arrays; `heads`: the heads whose inputs come back.
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
                  const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps);
