@@ -1132,7 +1132,8 @@ TEST_CASE("decode --device cuda: refused where it cannot run, in one line; witho
       {"decode --device cuda --dtype bf16 --d 32", "not d = 32 (--device cpu takes any d)"},
       {"decode --device cuda --threads 4", "--threads counts CPU threads"},
       {"decode --device cuda --splits 129", "--splits 129 is more than 128"},
-      {"decode --device cuda --m 1000 --splits 64", "--splits 64 is more than the 8 key tiles"},
+      {"decode --device cuda --m 1000 --splits 64",
+       "--splits 64 is more than the 63 key tiles (m = 1000 in tiles of Bc = 16)"},
       {"decode --device gpu", "--device"},
   };
   for (const Bad& b : bad) {
