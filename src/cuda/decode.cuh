@@ -91,7 +91,7 @@ __device__ inline void to_floats(const uint4& raw, float (&x)[kPer]) {
 }
 
 template <class E>
-__device__ inline E to_element(float x) {
+__host__ __device__ inline E to_element(float x) {  // host too: the launcher's uploads
   if constexpr (std::is_same_v<E, __nv_bfloat16>)
     return __float2bfloat16_rn(x);
   else if constexpr (std::is_same_v<E, __half>)
