@@ -3,10 +3,12 @@
 // (online_softmax.hpp: merge_splits); this file prints the problem, the plan, the splits and their
 // L_s, the merge of the first rows, the verdict against the reference (compare.hpp: the 2x rule),
 // and the timing of S splits and of S = 1 beside a parallel read of as many bytes
-// (benchmark.hpp: time_loop, read_bandwidth).
+// (benchmark.hpp: time_loop, read_bandwidth). --device cuda runs on the GPU (decode_gpu.cpp),
+// printing the same parts (decode_parts.hpp).
 // --json: one `decode_split` object per split, then one `result` (docs/trace-format.md, section
 // 10).
 #include "decode.hpp"
+#include "decode_parts.hpp"
 
 #include <fmt/core.h>
 
@@ -29,7 +31,7 @@
 #include "ui/progress.hpp"
 #include "ui/verdict.hpp"
 
-namespace fd::demos {
+namespace fd::demos::decoding {
 namespace {
 
 using ui::Msg;
@@ -38,34 +40,18 @@ constexpr index_t kShownSplits = 8, kShownRows = 4;  // the text's tables
 constexpr index_t kShownEfficiencies = 8;            // eff(S) listed in the plan
 constexpr index_t kJsonRows = 64;                    // rows of head 0 in each decode_split
 
-struct DecodeOptions {
-  index_t b = 1, h = 1, n = 1, m = 65536, d = 128;
-  index_t splits = 0;   // 0: the plan chooses
-  index_t threads = 0;  // 0: every hardware thread
-  DType dtype = DType::fp32;
-  bool causal = false, causal_implied = false;
-  CausalAlign align = CausalAlign::bottom_right;  // decoding: the new rows are the last ones
-  std::uint32_t seed = 0;
-  std::optional<double> scale;
-  index_t reps = 5;
+}  // namespace
 
-  index_t heads() const { return b * h; }
-  index_t workers() const {
-    return threads ? threads : std::max<index_t>(1, std::thread::hardware_concurrency());
-  }
-  DecodeShape shape() const { return {heads(), n, m, d}; }
-  AttnParams params() const { return AttnParams{causal, align, scale}; }
-  Mask mask() const { return params().mask_for(n, m); }
-};
-
-SplitPlan plan_for(const DecodeOptions& o) {
-  const Tiling t = decode_tiling(o.shape());
-  const index_t units = decode_units(o.shape());
-  if (o.splits == 0) return plan_splits(units, o.workers(), t.Tc());
+SplitPlan plan_for(const DecodeOptions& o, index_t workers) {
+  const Tiling t = o.tiling();
+  const index_t units = decode_units(o.shape(), o.tiles());
+  if (o.splits == 0) return plan_splits(units, workers, t.Tc());
   if (o.splits > t.Tc())
     throw Error(kUsage, ui::tr(Msg::decode_err_splits, o.splits, t.Tc(), o.m, t.Bc));
-  return forced_splits(units, o.workers(), t.Tc(), o.splits);
+  return forced_splits(units, workers, t.Tc(), o.splits);
 }
+
+namespace {
 
 // Everything the run holds at once, in bytes: Q, K, V (and dO, which the shared draws make), the
 // draws of one array in double, the partial and merged outputs of S splits and of S = 1, the read
@@ -81,34 +67,29 @@ double bytes_needed(const DecodeOptions& o, index_t S, double t_bytes, double w_
   return inputs + draws + outputs + read + reference;
 }
 
-// The heads checked against the reference: the first and the last.
+}  // namespace
+
 std::vector<index_t> checked_heads(const DecodeOptions& o) {
   if (o.heads() == 1) return {0};
   return {0, o.heads() - 1};
 }
 
-struct Checked {
-  RuleVerdict O, L;
-};
-
-// The rule on O and L of the checked heads: each against the reference in the wider type, with
-// standard attention in T as the yardstick (the worst head's errors, naive errors, magnitudes).
 template <class T>
-Checked check(const DecodeOptions& o, const bench::Arrays<T>& a, const SplitKvResult<T>& r) {
+Checked check_heads(const DecodeOptions& o, Precision p, const std::vector<HeadArrays<T>>& heads) {
   using W = wider_t<T>;
   const index_t n = o.n, m = o.m, d = o.d;
   double err_O = 0, naive_O = 0, R_O = 0, err_L = 0, naive_L = 0, R_L = 0;
-  for (index_t head : checked_heads(o)) {
-    const Mat<T> Q = Eigen::Map<const Mat<T>>(a.Q.data() + head * n * d, n, d);
-    const Mat<T> K = Eigen::Map<const Mat<T>>(a.K.data() + head * m * d, m, d);
-    const Mat<T> V = Eigen::Map<const Mat<T>>(a.V.data() + head * m * d, m, d);
+  for (const HeadArrays<T>& h : heads) {
+    const Mat<T> Q = Eigen::Map<const Mat<T>>(h.Q, n, d);
+    const Mat<T> K = Eigen::Map<const Mat<T>>(h.K, m, d);
+    const Mat<T> V = Eigen::Map<const Mat<T>>(h.V, m, d);
     const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
     const ReferenceForward<W> ref = reference_forward<W>(Qw, Kw, Vw, o.params());
-    require_fits(ref.S, "S = scale Q K^T", precision_of<T>(), "");
-    const ReferenceForward<T> naive = reference_forward<T>(Q, K, V, o.params());
+    require_fits(ref.S, "S = scale Q K^T", p, "");
+    const ReferenceForward<T> naive = reference_forward<T>(Q, K, V, o.params(), p);
     const Magnitudes<W> R = reference_magnitudes<W>(Qw, Kw, Vw, {}, ref, o.params());
-    const Eigen::Map<const Mat<T>> O(r.O.data() + head * n * d, n, d);
-    const Eigen::Map<const Vec<T>> L(r.L.data() + head * n, n);
+    const Eigen::Map<const Mat<T>> O(h.O, n, d);
+    const Eigen::Map<const Vec<T>> L(h.L, n);
     err_O = std::max(err_O, max_abs_error(O, ref.O).value);
     naive_O = std::max(naive_O, max_abs_error(naive.O, ref.O).value);
     R_O = std::max(R_O, max_finite_abs(R.O));
@@ -116,8 +97,24 @@ Checked check(const DecodeOptions& o, const bench::Arrays<T>& a, const SplitKvRe
     naive_L = std::max(naive_L, max_abs_error(naive.L, ref.L).value);
     R_L = std::max(R_L, max_finite_abs(R.L));
   }
-  const Precision p = precision_of<T>();
   return {apply_rule(p, err_O, naive_O, R_O), apply_rule(p, err_L, naive_L, R_L)};
+}
+template Checked check_heads(const DecodeOptions&, Precision,
+                             const std::vector<HeadArrays<float>>&);
+template Checked check_heads(const DecodeOptions&, Precision,
+                             const std::vector<HeadArrays<double>>&);
+
+namespace {
+
+// The CPU run's checked heads, from the arrays of every head.
+template <class T>
+Checked check(const DecodeOptions& o, const bench::Arrays<T>& a, const SplitKvResult<T>& r) {
+  const index_t n = o.n, m = o.m, d = o.d;
+  std::vector<HeadArrays<T>> heads;
+  for (index_t h : checked_heads(o))
+    heads.push_back({a.Q.data() + h * n * d, a.K.data() + h * m * d, a.V.data() + h * m * d,
+                     r.O.data() + h * n * d, r.L.data() + h * n});
+  return check_heads(o, precision_of<T>(), heads);
 }
 
 struct Timing {
@@ -151,8 +148,10 @@ std::string L_text(double v) {
   return ui::fixed(v, 4);
 }
 
+}  // namespace
+
 void print_problem(const DecodeOptions& o, const char* dtype) {
-  const Tiling t = decode_tiling(o.shape());
+  const Tiling t = o.tiling();
   ui::heading(ui::tr(Msg::decode_title), ui::tr(Msg::decode_source));
   ui::say(Msg::decode_problem, o.b, o.h, o.heads(), o.n, o.d, o.m, o.d, dtype,
           o.scale ? "" : fmt::format("1/sqrt({}) = ", o.d), o.params().scale_for(o.d));
@@ -164,14 +163,15 @@ void print_problem(const DecodeOptions& o, const char* dtype) {
   index_t unseeing = 0;
   for (index_t q = 0; q < o.n; ++q) unseeing += o.mask().visible_keys(q) == 0;
   if (unseeing > 0) ui::say(Msg::rows_unseeing, unseeing, o.n);
-  ui::say(Msg::decode_inputs, o.seed);
+  if (o.device == Device::cuda)
+    ui::say(Msg::decode_inputs_gpu, o.seed);
+  else
+    ui::say(Msg::decode_inputs, o.seed);
 }
 
-void print_plan(const DecodeOptions& o, const SplitPlan& plan) {
-  const Tiling t = decode_tiling(o.shape());
+void print_plan(const SplitPlan& plan, const std::string& units_line) {
   ui::result_section(ui::tr(Msg::decode_plan_title));
-  ui::result(Msg::decode_plan_units, o.heads(), t.Tr(), plan.units, plan.workers, kMaxSplits,
-             plan.max_splits);
+  ui::result_raw(units_line);
   std::string effs;
   const index_t shown = std::min(plan.max_splits, kShownEfficiencies);
   for (index_t S = 1; S <= shown; ++S)
@@ -188,7 +188,7 @@ void print_plan(const DecodeOptions& o, const SplitPlan& plan) {
 
 template <class T>
 void print_splits(const DecodeOptions& o, const SplitKvResult<T>& r) {
-  const Tiling t = decode_tiling(o.shape());
+  const Tiling t = o.tiling();
   const index_t S = r.splits, n = o.n, shown_s = std::min(S, kShownSplits),
                 shown_r = std::min(n, kShownRows);
   ui::result_section(ui::tr(Msg::decode_splits_title, o.heads()));
@@ -247,11 +247,94 @@ void print_verdicts(const DecodeOptions& o, const Checked& c, Precision p) {
   ui::result(Msg::error_line, "|L - L_ref|", ui::sci(c.L.err), ui::verdict_text(p, c.L));
 }
 
+template <class T>
+void emit_splits_json(const DecodeOptions& o, const SplitKvResult<T>& r) {
+  const Tiling tiling = o.tiling();
+  const index_t S = r.splits, n = o.n, rows = std::min(n, kJsonRows);
+  for (index_t s = 0; s < S; ++s) {
+    const Range keys = split_keys(tiling, S, s);
+    nlohmann::json L = nlohmann::json::array(), w = nlohmann::json::array();
+    for (index_t q = 0; q < rows; ++q) {
+      const T L_s = r.L_part[std::size_t(s * n + q)];
+      L.push_back(ui::number(double(L_s)));
+      w.push_back(double(split_weight(L_s, r.L[std::size_t(q)])));
+    }
+    nlohmann::json j = {
+        {"event", "decode_split"},
+        {"split", s},
+        {"keys", ui::json_range(keys)},
+        {"tiles", ui::json_range(Range{s * tiling.Tc() / S, (s + 1) * tiling.Tc() / S})},
+        {"L", L},
+        {"weight", w}};
+    ui::out() << j.dump() << "\n";
+  }
+}
+
+template <class T>
+nlohmann::json result_json(const DecodeOptions& o, const SplitPlan& plan, const SplitKvResult<T>& r,
+                           const Checked& c, Precision p) {
+  const Tiling tiling = o.tiling();
+  nlohmann::json L = nlohmann::json::array();
+  for (index_t q = 0; q < std::min(o.n, kJsonRows); ++q)
+    L.push_back(ui::number(double(r.L[std::size_t(q)])));
+  nlohmann::json j = {{"event", "result"},
+                      {"subcommand", "decode"},
+                      {"device", o.device == Device::cuda ? "cuda" : "cpu"},
+                      {"b", o.b},
+                      {"h", o.h},
+                      {"n", o.n},
+                      {"m", o.m},
+                      {"d", o.d},
+                      {"dtype", precision_name(p)},
+                      {"causal", o.causal},
+                      {"align", o.align == CausalAlign::top_left ? "top-left" : "bottom-right"},
+                      {"scale", o.params().scale_for(o.d)},
+                      {"Br", tiling.Br},
+                      {"Bc", tiling.Bc},
+                      {"Tc", tiling.Tc()},
+                      {"units", plan.units},
+                      {"max_splits", plan.max_splits},
+                      {"splits", plan.splits},
+                      {"forced", plan.forced},
+                      {"efficiency", plan.efficiency[std::size_t(plan.splits - 1)]},
+                      {"best_efficiency", plan.best},
+                      {"L", L},
+                      {"reference", p == Precision::fp64 ? "long double" : "fp64"},
+                      {"heads_checked", checked_heads(o)},
+                      {"reps", o.reps}};
+  for (const auto& [name, v] : {std::pair{"O", c.O}, std::pair{"L", c.L}}) {
+    const std::string x(name);
+    j["err_" + x] = ui::number(v.err);
+    j["naive_" + x] = ui::number(v.naive);
+    j["bound_" + x] = ui::number(v.bound);
+    j["verdict_" + x] = ui::outcome_id(v.outcome);
+  }
+  j["pass"] = c.O.pass() && c.L.pass();
+  return j;
+}
+
+#define FD_INSTANTIATE(T)                                                        \
+  template void print_splits(const DecodeOptions&, const SplitKvResult<T>&);     \
+  template void print_merge(const DecodeOptions&, const SplitKvResult<T>&);      \
+  template void emit_splits_json(const DecodeOptions&, const SplitKvResult<T>&); \
+  template nlohmann::json result_json(const DecodeOptions&, const SplitPlan&,    \
+                                      const SplitKvResult<T>&, const Checked&, Precision);
+FD_INSTANTIATE(float)
+FD_INSTANTIATE(double)
+#undef FD_INSTANTIATE
+
+namespace {
+
 std::string ms_text(double ms) {
   return fmt::format("{:.3f}", ms);
 }
 std::string gbps_text(double gbps) {
   return fmt::format("{:.1f}", gbps);
+}
+
+std::string cpu_units_line(const DecodeOptions& o, const SplitPlan& plan) {
+  return ui::tr(Msg::decode_plan_units, o.heads(), o.tiling().Tr(), plan.units, plan.workers,
+                kMaxSplits, plan.max_splits);
 }
 
 void print_timing(const DecodeOptions& o, const SplitPlan& plan, const Timing& t) {
@@ -272,70 +355,18 @@ void print_timing(const DecodeOptions& o, const SplitPlan& plan, const Timing& t
 template <class T>
 void emit_json(const DecodeOptions& o, const SplitPlan& plan, const SplitKvResult<T>& r,
                const Checked& c, const Timing& t) {
-  const Tiling tiling = decode_tiling(o.shape());
-  const index_t S = r.splits, n = o.n, rows = std::min(n, kJsonRows);
-  for (index_t s = 0; s < S; ++s) {
-    const Range keys = split_keys(tiling, S, s);
-    nlohmann::json L = nlohmann::json::array(), w = nlohmann::json::array();
-    for (index_t q = 0; q < rows; ++q) {
-      const T L_s = r.L_part[std::size_t(s * n + q)];
-      L.push_back(ui::number(double(L_s)));
-      w.push_back(double(split_weight(L_s, r.L[std::size_t(q)])));
-    }
-    nlohmann::json j = {
-        {"event", "decode_split"},
-        {"split", s},
-        {"keys", ui::json_range(keys)},
-        {"tiles", ui::json_range(Range{s * tiling.Tc() / S, (s + 1) * tiling.Tc() / S})},
-        {"L", L},
-        {"weight", w}};
-    ui::out() << j.dump() << "\n";
-  }
-  nlohmann::json L = nlohmann::json::array();
-  for (index_t q = 0; q < rows; ++q) L.push_back(ui::number(double(r.L[std::size_t(q)])));
-  const Precision p = precision_of<T>();
-  nlohmann::json j = {{"event", "result"},
-                      {"subcommand", "decode"},
-                      {"b", o.b},
-                      {"h", o.h},
-                      {"n", o.n},
-                      {"m", o.m},
-                      {"d", o.d},
-                      {"dtype", precision_name(p)},
-                      {"causal", o.causal},
-                      {"align", o.align == CausalAlign::top_left ? "top-left" : "bottom-right"},
-                      {"scale", o.params().scale_for(o.d)},
-                      {"Br", tiling.Br},
-                      {"Bc", tiling.Bc},
-                      {"Tc", tiling.Tc()},
-                      {"threads", plan.workers},
-                      {"units", plan.units},
-                      {"max_splits", plan.max_splits},
-                      {"splits", plan.splits},
-                      {"forced", plan.forced},
-                      {"efficiency", plan.efficiency[std::size_t(plan.splits - 1)]},
-                      {"best_efficiency", plan.best},
-                      {"L", L},
-                      {"reference", p == Precision::fp64 ? "long double" : "fp64"},
-                      {"heads_checked", checked_heads(o)},
-                      {"reps", o.reps},
-                      {"kv_bytes", t.bytes},
-                      {"median_ms", t.split.median_ms},
-                      {"gbps", t.gbps(t.split)},
-                      {"median_ms_unsplit", t.single.median_ms},
-                      {"gbps_unsplit", t.gbps(t.single)},
-                      {"speedup", t.single.median_ms / t.split.median_ms},
-                      {"read_ms", t.read.median_ms},
-                      {"read_gbps", t.read.gbps},
-                      {"of_read", t.gbps(t.split) / t.read.gbps}};
-  for (const auto& [name, v] : {std::pair{"O", c.O}, std::pair{"L", c.L}}) {
-    const std::string x(name);
-    j["err_" + x] = ui::number(v.err);
-    j["naive_" + x] = ui::number(v.naive);
-    j["bound_" + x] = ui::number(v.bound);
-    j["verdict_" + x] = ui::outcome_id(v.outcome);
-  }
-  j["pass"] = c.O.pass() && c.L.pass();
+  emit_splits_json(o, r);
+  nlohmann::json j = result_json(o, plan, r, c, precision_of<T>());
+  j["threads"] = plan.workers;
+  j["kv_bytes"] = t.bytes;
+  j["median_ms"] = t.split.median_ms;
+  j["gbps"] = t.gbps(t.split);
+  j["median_ms_unsplit"] = t.single.median_ms;
+  j["gbps_unsplit"] = t.gbps(t.single);
+  j["speedup"] = t.single.median_ms / t.split.median_ms;
+  j["read_ms"] = t.read.median_ms;
+  j["read_gbps"] = t.read.gbps;
+  j["of_read"] = t.gbps(t.split) / t.read.gbps;
   ui::out() << j.dump() << "\n";
 }
 
@@ -359,7 +390,7 @@ void run_decode_as(const DecodeOptions& o, const SplitPlan& plan) {
     emit_json(o, plan, r, checked, timing);
   } else {
     print_problem(o, precision_name(c.precision));
-    print_plan(o, plan);
+    print_plan(plan, cpu_units_line(o, plan));
     print_splits(o, r);
     print_merge(o, r);
     print_verdicts(o, checked, c.precision);
@@ -368,8 +399,33 @@ void run_decode_as(const DecodeOptions& o, const SplitPlan& plan) {
   if (!checked.O.pass() || !checked.L.pass()) throw Error(kCheckFailed, ui::tr(Msg::decode_failed));
 }
 
-void run_decode(const DecodeOptions& o) {
-  const SplitPlan plan = plan_for(o);  // a --splits too large: refused before any work
+// What only one device takes: refused in one line (exit 2) before anything runs.
+void check_device_options(const DecodeOptions& o) {
+  if (o.device == Device::cpu) {
+    if (low_precision(o.dtype))
+      throw Error(kUsage, ui::tr(Msg::decode_err_dtype_cpu, dtype_name(o.dtype)));
+    return;
+  }
+  if (o.threads) throw Error(kUsage, ui::tr(Msg::decode_err_threads_gpu));
+  switch (cuda::decode_refuses(o.d, dtype_precision(o.dtype)).why) {
+    case cuda::Refusal::Why::none:
+      return;
+    case cuda::Refusal::Why::d_unsupported:
+      throw Error(kUsage, ui::tr(Msg::decode_err_d_gpu, o.d));
+    default:
+      throw Error(kUsage, ui::tr(Msg::decode_err_dtype_gpu, dtype_name(o.dtype)));
+  }
+}
+
+void run_decode(DecodeOptions o) {
+  if (o.reps == 0) o.reps = o.device == Device::cuda ? 20 : 5;
+  check_device_options(o);
+  if (o.device == Device::cuda) {
+    plan_for(o, 1);  // a --splits beyond the key tiles: refused (exit 2) before the GPU is sought
+    if (o.splits > kMaxSplits) throw Error(kUsage, ui::tr(Msg::decode_err_splits_gpu, o.splits));
+    return run_decode_gpu(o);
+  }
+  const SplitPlan plan = plan_for(o, o.workers());  // a --splits too large: refused before any work
   const bool wide = o.dtype == DType::fp64;
   ensure_fits(bytes_needed(o, plan.splits, wide ? 8 : 4, wide ? sizeof(long double) : 8),
               ui::tr(Msg::decode_memory_what));
@@ -378,11 +434,19 @@ void run_decode(const DecodeOptions& o) {
 }
 
 }  // namespace
+}  // namespace fd::demos::decoding
+
+namespace fd::demos {
 
 void setup_decode(CLI::App& app) {
+  using decoding::DecodeOptions;
+  using ui::Msg;
   auto o = std::make_shared<DecodeOptions>();
   CLI::App* sub = app.add_subcommand("decode", ui::tr(Msg::decode_help));
   const index_t big = index_t(1) << 24;
+  add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
+                     ui::tr(Msg::decode_opt_device))
+      ->default_str("cpu");
   add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
   add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
   add_count(sub, "--n", o->n, ui::tr(Msg::decode_opt_n), big);
@@ -391,10 +455,14 @@ void setup_decode(CLI::App& app) {
   add_count(sub, "--splits", o->splits, ui::tr(Msg::decode_opt_splits), big)->default_str("auto");
   add_count(sub, "--threads", o->threads, ui::tr(Msg::decode_opt_threads), 1024)
       ->default_str("all");
-  add_choice<DType>(
-      sub, "--dtype", o->dtype,
-      {{"fp32", DType::fp32}, {"fp64", DType::fp64}, {"f32", DType::fp32}, {"f64", DType::fp64}},
-      ui::tr(Msg::decode_opt_dtype))
+  add_choice<DType>(sub, "--dtype", o->dtype,
+                    {{"fp32", DType::fp32},
+                     {"fp64", DType::fp64},
+                     {"bf16", DType::bf16},
+                     {"fp16", DType::fp16},
+                     {"f32", DType::fp32},
+                     {"f64", DType::fp64}},
+                    ui::tr(Msg::decode_opt_dtype))
       ->default_str("fp32");
   sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
   add_choice<CausalAlign>(
@@ -408,9 +476,10 @@ void setup_decode(CLI::App& app) {
       });
   add_seed(sub, o->seed);
   add_finite(sub, "--scale", o->scale, ui::tr(Msg::opt_scale));
-  add_count(sub, "--reps", o->reps, ui::tr(Msg::decode_opt_reps), 100000);
+  add_count(sub, "--reps", o->reps, ui::tr(Msg::decode_opt_reps), 100000)
+      ->default_str("5 cpu, 20 cuda");
   sub->footer(ui::tr(Msg::decode_examples));
-  sub->callback([o] { run_decode(*o); });
+  sub->callback([o] { decoding::run_decode(*o); });
 }
 
 }  // namespace fd::demos

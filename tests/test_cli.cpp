@@ -1117,6 +1117,49 @@ TEST_CASE("decode: options checked, --splits beyond the key tiles refused, plan,
   CHECK(res["kv_bytes"] == 2.0 * 2 * 1000 * 16 * 4);
 }
 
+// flashdemo decode --device cuda: what only one device takes is refused in one line (exit 2) on
+// every machine, before the GPU is looked for; a case the kernel runs needs a GPU (exit 5 in one
+// line without one, or in a build without CUDA).
+TEST_CASE("decode --device cuda: refused where it cannot run, in one line; without a GPU, exit 5") {
+  CHECK(has(run("decode --help").out, "--device"));
+  struct Bad {
+    std::string args, names;
+  };
+  const Bad bad[] = {
+      {"decode --dtype bf16", "--dtype bf16 runs on the GPU only (--device cuda)"},
+      {"decode --device cpu --dtype fp16", "--dtype fp16 runs on the GPU only"},
+      {"decode --device cuda --dtype fp64", "reads bf16, fp16 or fp32, not --dtype fp64"},
+      {"decode --device cuda --d 96", "compiled for d = 64 and 128, not d = 96"},
+      {"decode --device cuda --dtype bf16 --d 32", "not d = 32 (--device cpu takes any d)"},
+      {"decode --device cuda --threads 4", "--threads counts CPU threads"},
+      {"decode --device cuda --splits 129", "--splits 129 is more than 128"},
+      {"decode --device cuda --m 1000 --splits 64",
+       "--splits 64 is more than the 63 key tiles (m = 1000 in tiles of Bc = 16)"},
+      {"decode --device gpu", "--device"},
+  };
+  for (const Bad& b : bad) {
+    const Run r = run(b.args);
+    INFO(b.args << " | " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, b.names));
+  }
+  CHECK(has(run("decode --device cuda --d 96 --lang zh").err, "不支持 d = 96"));
+  CHECK(has(run("decode --dtype bf16 --lang zh").err, "只能在 GPU 上运行"));
+  if (gpu_here()) return;  // below: what a machine without a GPU says
+  for (const char* args : {"decode --device cuda", "decode --device cuda --dtype bf16 --json",
+                           "decode --device cuda --dtype fp16 --d 64 --n 3 --causal --splits 7",
+                           "decode --device cuda --m 1000 --lang zh"}) {
+    const Run r = run(args);
+    INFO(args << " | " << r.err);
+    CHECK(r.code == 5);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "--device cuda"));
+  }
+}
+
 // flashdemo ring: ring attention over P ranks (threads here: ctest does not run under mpirun;
 // the ring_mpi_* tests run it as MPI processes). Options checked, more ranks than rows refused,
 // --device cuda refused in one line; a run prints the blocks, the schedule, the times and the

@@ -1,7 +1,8 @@
 // test_gpu.cpp — the CUDA kernels against the CPU reference: the teaching kernels in fp32 and
 // fp64, the rungs above them (simt fp32; tc and mma bf16 and fp16, graded against naive attention
 // in that precision); odd shapes, both alignments, fully masked rows, several heads; each
-// kernel's trace against the CPU path's, event by event. Exits 77 (ctest: skipped) without a GPU.
+// kernel's trace against the CPU path's, event by event; the split-KV decode in bf16, fp16 and
+// fp32. Exits 77 (ctest: skipped) without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -11,6 +12,7 @@
 
 #include "check.hpp"
 #include "cuda/cuda_api.hpp"
+#include "cuda/decode_api.hpp"
 #include "cuda/rungs.cuh"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/random.hpp"
@@ -406,6 +408,111 @@ TEST_CASE("deterministic mode is bit-reproducible") {
                         in.K.data(), in.V.data(), O.data(), L.data(), nullptr, in.dO.data(),
                         b.data(), k.data(), v.data(), D.data());
   CHECK(a == b);
+}
+
+// The GPU decode (cuda/decode.cuh): split-KV with the group's last block merging, graded head by
+// head by the rule in bf16, fp16 and fp32 (the inputs hold values of that format); every split's
+// L_s against the logsumexp of the reference's scores over the split's keys, -inf exactly where
+// the mask hides them all.
+struct DecodeCase {
+  index_t heads, n, m, d;
+};
+const DecodeCase kDecodeCases[] = {{1, 1, 1, 64},    {2, 1, 37, 128},    {1, 3, 1000, 64},
+                                   {2, 3, 37, 64},   {3, 3, 70001, 128}, {2, 1, 70001, 64},
+                                   {2, 5, 1000, 128}};
+
+// log sum_{k in keys} exp(S(q, k)) in double (-inf when every score is).
+double split_lse(const Mat<double>& S, index_t q, Range keys) {
+  double mx = -INFINITY, sum = 0;
+  for (index_t k = keys.begin; k < keys.end; ++k) mx = std::max(mx, S(q, k));
+  if (std::isinf(mx)) return mx;
+  for (index_t k = keys.begin; k < keys.end; ++k) sum += std::exp(S(q, k) - mx);
+  return mx + std::log(sum);
+}
+
+void check_decode_parts(const DecodeCase& c, const cuda::DecodeRun& r, index_t S, index_t head,
+                        const Mat<double>& scores) {
+  const Tiling t = decode_tiling({c.heads, c.n, c.m, c.d}, cuda::decode_tiles(c.n));
+  REQUIRE(r.L_part.size() == std::size_t(c.heads * S * c.n));
+  REQUIRE(r.O_part.size() == std::size_t(c.heads * S * c.n * c.d));
+  int off = 0;
+  for (index_t s = 0; s < S; ++s)
+    for (index_t q = 0; q < c.n; ++q) {
+      const double want = split_lse(scores, q, split_keys(t, S, s));
+      const double got = r.L_part[std::size_t((head * S + s) * c.n + q)];
+      const bool ok =
+          std::isinf(want) ? got == want : std::abs(got - want) <= 1e-4 * (1 + std::abs(want));
+      if (!ok && ++off <= 5)
+        MESSAGE("split " << s << " row " << q << ": L_s " << got << ", want " << want);
+    }
+  CHECK(off == 0);
+}
+
+void check_decode(const DecodeCase& c, Precision prec, const AttnParams& p) {
+  const index_t H = c.heads;
+  Heads<float> in = random_heads<float>(Case{1, H, c.n, c.m, c.d, 1, 1}, 43);
+  for (auto* x : {&in.Q, &in.K, &in.V}) *x = rounded(*x, prec);
+  const DecodeShape shape{H, c.n, c.m, c.d};
+  const Tiling t = decode_tiling(shape, cuda::decode_tiles(c.n));
+  const cuda::DecodeWorkers w = cuda::decode_workers(prec, c.d, c.n);
+  const index_t plan =
+      plan_splits(decode_units(shape, cuda::decode_tiles(c.n)), w.workers(), t.Tc()).splits;
+  std::vector<test::Expected<float>> expected;
+  for (index_t h = 0; h < H; ++h) {
+    const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                   head(in.V, h, c.m, c.d), Mat<float>(), p};
+    expected.emplace_back(one, prec);
+  }
+  const cuda::DecodeInputs inputs{in.Q.data(), in.K.data(), in.V.data(), 0};
+  for (index_t S : {index_t(1), index_t(2), index_t(7), plan}) {
+    if (S > t.Tc()) continue;
+    INFO("splits " << S << " (the plan: " << plan << ")");
+    const cuda::DecodeRun r = cuda::decode(shape, p, prec, S, inputs, {}, 0, 0);
+    for (index_t h = 0; h < H; ++h) {
+      INFO("head " << h);
+      const test::Outputs<float> got{head(r.O, h, c.n, c.d),
+                                     Eigen::Map<const Vec<float>>(r.L.data() + h * c.n, c.n),
+                                     Mat<float>(), Mat<float>(), Mat<float>()};
+      test::check_outputs(got, expected[std::size_t(h)], "decode", prec);
+      check_decode_parts(c, r, S, h, expected[std::size_t(h)].rf.S);
+    }
+  }
+}
+
+TEST_CASE("decode: split-KV on the GPU passes the rule, every split's L_s is its keys' logsumexp") {
+  for (Precision prec : {Precision::bf16, Precision::fp16, Precision::fp32})
+    for (const DecodeCase& c : kDecodeCases)
+      for (bool causal : {false, true})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (!causal && align == CausalAlign::bottom_right) continue;
+          INFO(precision_name(prec) << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d="
+                                    << c.d << " causal=" << causal << " align=" << int(align));
+          check_decode(c, prec, AttnParams{causal, align, {}});
+        }
+}
+
+TEST_CASE("decode: the inputs drawn on the GPU come back as the kernel read them; reps are timed") {
+  const DecodeShape shape{3, 2, 500, 64};
+  const AttnParams p{true, CausalAlign::bottom_right, {}};
+  const cuda::DecodeRun r = cuda::decode(
+      shape, p, Precision::bf16, 3, cuda::DecodeInputs{nullptr, nullptr, nullptr, 5}, {0, 2}, 1, 4);
+  REQUIRE(r.Q.size() == std::size_t(2 * 2 * 64));
+  REQUIRE(r.K.size() == std::size_t(2 * 500 * 64));
+  CHECK(r.ms.size() == 4);
+  double sum = 0, sq = 0;
+  for (float x : r.K) sum += x, sq += double(x) * x;
+  CHECK(std::abs(sum / double(r.K.size())) < 0.05);  // normal draws: mean 0, variance 1
+  CHECK(std::abs(sq / double(r.K.size()) - 1) < 0.05);
+  for (index_t k = 0; k < 2; ++k) {  // heads 0 and 2, graded by the rule
+    const index_t h = k * 2;
+    const test::Problem<float> one{head(r.Q, k, 2, 64), head(r.K, k, 500, 64),
+                                   head(r.V, k, 500, 64), Mat<float>(), p};
+    const test::Outputs<float> got{head(r.O, h, 2, 64),
+                                   Eigen::Map<const Vec<float>>(r.L.data() + h * 2, 2),
+                                   Mat<float>(), Mat<float>(), Mat<float>()};
+    test::check_outputs(got, test::Expected<float>(one, Precision::bf16), "decode (drawn)",
+                        Precision::bf16);
+  }
 }
 
 // Not a test (skipped unless asked: -tc="rung speed*" --no-skip): each rung's forward time at

@@ -1,5 +1,6 @@
 // cuda_stub.cpp — the GPU entry points in a build without CUDA: each says so, clearly.
 #include "cuda/cuda_api.hpp"
+#include "cuda/decode_api.hpp"
 #include "cuda/rungs.cuh"
 
 namespace fd::cuda {
@@ -49,6 +50,19 @@ template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool
                                   const float*, const float*, const float*, int, int);
 
 double gemm_tflops_bf16(index_t, int) {
+  no_cuda();
+}
+
+DecodeWorkers decode_workers(Precision, index_t, index_t) {
+  no_cuda();
+}
+
+DecodeRun decode(const DecodeShape&, const AttnParams&, Precision, index_t, const DecodeInputs&,
+                 const std::vector<index_t>&, int, int) {
+  no_cuda();
+}
+
+CopyBandwidth copy_bandwidth(double, int) {
   no_cuda();
 }
 

@@ -12,6 +12,8 @@
 //                       flushed to 0): ample where P is rounded to bf16 or fp16 next.
 //   cp.async.cg 16 B    global -> shared without passing through registers, completing in
 //                       commit groups; src_size 0 fills the 16 bytes with zeros (ragged tiles).
+//   ld.global.nc.L1::no_allocate.v4   16 bytes of data read once (the decode's K and V): through
+//                       the read-only path, without taking a line of L1 that nothing will reuse.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -89,6 +91,14 @@ __device__ inline void cp_async_commit() {
 template <int N>
 __device__ inline void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ inline uint4 load_stream_16(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
 }
 
 }  // namespace fd::cuda::ptx

@@ -4,7 +4,10 @@
 //   tc, mma   bf16 or fp16 inputs with fp32 accumulation, d = 64 or 128 (rows of 8 16-byte
 //             chunks or more, which the swizzle needs)
 //   backward  teaching and mma; simt and tc compute the forward only
+//   decode    bf16, fp16 or fp32 (loaded as they are, summed in fp32), d = 64 or 128 (a key row
+//             of 4 to 32 16-byte chunks, a divisor of a warp); groups of 1 or 4 query rows
 #include "cuda/cuda_api.hpp"
+#include "cuda/decode_api.hpp"
 
 namespace fd::cuda {
 
@@ -25,6 +28,21 @@ Refusal refuses(Impl impl, index_t d, Precision p_in, Pass pass) {
     return {Refusal::Why::d_unsupported,
             "--impl " + name + " is compiled for d = 64 and 128, not d = " + std::to_string(d) +
                 " (--impl teaching takes any d)"};
+  return {};
+}
+
+TileSizes decode_tiles(index_t n) {
+  return {n == 1 ? 1 : 4, 16};
+}
+
+Refusal decode_refuses(index_t d, Precision p) {
+  if (p != Precision::bf16 && p != Precision::fp16 && p != Precision::fp32)
+    return {Refusal::Why::needs_bf16_fp16,
+            "decode --device cuda reads bf16, fp16 or fp32: use --dtype bf16, fp16 or fp32"};
+  if (d != 64 && d != 128)
+    return {Refusal::Why::d_unsupported,
+            "decode --device cuda is compiled for d = 64 and 128, not d = " + std::to_string(d) +
+                " (--device cpu takes any d)"};
   return {};
 }
 

@@ -19,6 +19,8 @@
 // every P = exp(S - L) the backward recomputes, an error the materializing softmax never makes.
 #pragma once
 
+#include <type_traits>
+
 #include "flashdemo/host_device.hpp"
 
 namespace fd {
@@ -123,8 +125,11 @@ FD_HOST_DEVICE RowState<T> merge(const RowState<T>& a, const RowState<T>& b) {
 // The state of `count` finished parts of a row from their logsumexps L_s = L[s * stride]:
 // m = max_s L_s, l = sum_s exp(L_s - m) (each part is the state (L_s, 1); the merge above with one
 // common maximum, taken first). finalize() of it is L = logsumexp_s L_s, -inf when every L_s is.
-template <class T>
-FD_HOST_DEVICE RowState<T> merge_lse(const T* L, index_t count, index_t stride) {
+// L is a const T* or anything read like one (L[i], L + i): the GPU decode passes a pointer whose
+// reads bypass the SM's L1 (other blocks wrote the parts during the same launch).
+template <class In>
+FD_HOST_DEVICE auto merge_lse(In L, index_t count, index_t stride) {
+  using T = std::decay_t<decltype(L[0])>;
   RowState<T> out;
   for (index_t s = 0; s < count; ++s) out.m = fmax2(out.m, L[s * stride]);
   for (index_t s = 0; s < count; ++s) out.l += rescale_factor(L[s * stride], out.m);
@@ -140,16 +145,17 @@ FD_HOST_DEVICE T split_weight(T L_s, T L) {
 
 // o[0..d) = sum_s exp(L_s - L) O_s over the parts s = 0 .. count - 1, in that order (one fused
 // multiply-add per term), O_s = O + s * ldo (d values), L_s = L[s * ldl]; returns L. The result
-// depends on the order of the parts only, never on who computed them.
-template <class T>
-FD_HOST_DEVICE T merge_splits(const T* O, index_t ldo, const T* L, index_t ldl, index_t count,
-                              index_t d, T* o) {
+// depends on the order of the parts only, never on who computed them. O and L: const T* or read
+// like one (merge_lse).
+template <class T, class InO, class InL>
+FD_HOST_DEVICE T merge_splits(InO O, index_t ldo, InL L, index_t ldl, index_t count, index_t d,
+                              T* o) {
   const T L_all = merge_lse(L, count, ldl).finalize();
   for (index_t x = 0; x < d; ++x) o[x] = T(0);
   for (index_t s = 0; s < count; ++s) {
     const T w = split_weight(L[s * ldl], L_all);
     if (w == T(0)) continue;  // no key seen (or too small to count): O_s is never read
-    const T* o_s = O + s * ldo;
+    const auto o_s = O + s * ldo;
     for (index_t x = 0; x < d; ++x) o[x] = fmadd(w, o_s[x], o[x]);
   }
   return L_all;

@@ -58,11 +58,6 @@ index_t decode_units(const DecodeShape& s, TileSizes tiles) {
   return s.heads * decode_tiling(s, tiles).Tr();
 }
 
-Range split_keys(const Tiling& t, index_t splits, index_t s) {
-  const index_t Tc = t.Tc();
-  return {std::min(t.m, s * Tc / splits * t.Bc), std::min(t.m, (s + 1) * Tc / splits * t.Bc)};
-}
-
 double kv_bytes(const DecodeShape& s, const Mask& mask, std::size_t bytes_per_element) {
   const index_t keys = s.n > 0 ? mask.visible_keys(s.n - 1) : 0;  // the last row sees the most
   return 2.0 * double(s.heads) * double(keys) * double(s.d) * double(bytes_per_element);

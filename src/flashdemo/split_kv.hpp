@@ -70,8 +70,12 @@ Tiling decode_tiling(const DecodeShape& s, TileSizes tiles = kDecodeTiles);
 // (head, query tile) units of that tiling.
 index_t decode_units(const DecodeShape& s, TileSizes tiles = kDecodeTiles);
 
-// The keys of split s of S (a tiling from decode_tiling): [t_s Bc, min(t_{s+1} Bc, m)).
-Range split_keys(const Tiling& t, index_t splits, index_t s);
+// The keys of split s of S (a tiling from decode_tiling): [t_s Bc, min(t_{s+1} Bc, m)), on the CPU
+// and in the GPU decode kernel alike.
+FD_HOST_DEVICE Range split_keys(const Tiling& t, index_t splits, index_t s) {
+  const index_t Tc = t.Tc();
+  return {fmin2(t.m, s * Tc / splits * t.Bc), fmin2(t.m, (s + 1) * Tc / splits * t.Bc)};
+}
 
 // The bytes of K and V the run must read: for each head, the keys some row sees (all m without a
 // mask), d values of each, K and V.
