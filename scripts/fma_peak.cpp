@@ -15,15 +15,27 @@
 #if defined(__AVX512F__)
 using V = __m512;
 constexpr int W = 16;
-inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-inline V splat(float x) { return _mm512_set1_ps(x); }
-inline float first(V v) { return _mm512_cvtss_f32(v); }
+inline V fma(V a, V b, V c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline V splat(float x) {
+  return _mm512_set1_ps(x);
+}
+inline float first(V v) {
+  return _mm512_cvtss_f32(v);
+}
 #else
 using V = __m256;
 constexpr int W = 8;
-inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-inline V splat(float x) { return _mm256_set1_ps(x); }
-inline float first(V v) { return _mm256_cvtss_f32(v); }
+inline V fma(V a, V b, V c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+inline V splat(float x) {
+  return _mm256_set1_ps(x);
+}
+inline float first(V v) {
+  return _mm256_cvtss_f32(v);
+}
 #endif
 constexpr int A = 16;
 
@@ -55,7 +67,8 @@ int main(int argc, char** argv) {
     if (gflops > best) best = gflops;
     if (s < seconds / 5) N *= 2;  // long enough to time, not long enough to waste
   }
-  std::printf("{\"event\": \"fma_peak\", \"threads\": %d, \"lanes\": %d, \"gflops\": %.1f, "
-              "\"per_thread_gflops\": %.1f, \"sink\": %g}\n",
-              T, W, best, best / T, sink);
+  std::printf(
+      "{\"event\": \"fma_peak\", \"threads\": %d, \"lanes\": %d, \"gflops\": %.1f, "
+      "\"per_thread_gflops\": %.1f, \"sink\": %g}\n",
+      T, W, best, best / T, sink);
 }
