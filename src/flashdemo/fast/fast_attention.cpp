@@ -2,11 +2,15 @@
 #include "flashdemo/fast/fast_attention.hpp"
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -218,16 +222,105 @@ struct BackwardPacks {
   Packed<T> Kt, Vt, Qp, Kp, dOp;
 };
 
-// One key tile of one head: dK_j and dV_j, and this thread's share of dQ.
+// The backward's work, cut from the shape alone (never from the thread count, so that every sum
+// below is grouped the same way whatever the threads): key tiles in `bands`, query tiles in
+// `chunks`; one item is (head, band, chunk). An item owns dK_j, dV_j of its band's key tiles for
+// its chunk's rows (a partial) and dQ of its chunk's rows for its band's keys (a partial): the
+// partials are summed at the end in band and chunk order. A head alone gives up to 8 x 8 items,
+// where key tiles alone (Tc = 32 at n = 8192) left 16 threads half idle.
+struct Split {
+  index_t bands, chunks;
+};
+
+Split split_for(const Tiling& t) {
+  const index_t bands = std::clamp<index_t>(t.Tc(), 1, 8);  // one (empty) band when m = 0
+  return {bands, std::min(t.Tr(), ceil_div(64, bands))};
+}
+
+// Part k of `count` things cut into `parts` nearly equal runs.
+Range part(index_t count, index_t parts, index_t k) {
+  return {k * count / parts, (k + 1) * count / parts};
+}
+
+// One work item of the backward, and its cost in computed (not skipped) tiles.
+struct Item {
+  index_t x, band, chunk, cost;
+};
+
+// The items of a group of g heads, the most tiles first: a causal item's cost ranges from 0 to
+// its whole band x chunk, and the longest must not start last.
+std::vector<Item> backward_items(const Tiling& t, const Mask& mask, Split sp, index_t g) {
+  std::vector<Item> items;
+  for (index_t x = 0; x < g; ++x)
+    for (index_t b = 0; b < sp.bands; ++b)
+      for (index_t c = 0; c < sp.chunks; ++c) {
+        index_t cost = 0;
+        const Range keys = part(t.Tc(), sp.bands, b), queries = part(t.Tr(), sp.chunks, c);
+        for (index_t j = keys.begin; j < keys.end; ++j)
+          for (index_t i = queries.begin; i < queries.end; ++i)
+            cost += t.classify(mask, i, j) != TileKind::skipped;
+        items.push_back({x, b, c, cost});
+      }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.cost > b.cost; });
+  return items;
+}
+
+// Memory that no one zeroes: every entry of the partials is written by its item before it is
+// read. In 2 MiB pages where the kernel allows them (MADV_HUGEPAGE): a 4 KiB page fault for each
+// fresh page of a backward's partials (128 MiB at n = 8192, d = 128) took most of its time.
+template <class T>
+struct Uninitialized {
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T[], Free> data;
+  explicit Uninitialized(index_t count) {
+    constexpr std::size_t page = std::size_t(2) << 20;
+    const std::size_t bytes = (std::size_t(count) * sizeof(T) + page - 1) / page * page;
+    data.reset(static_cast<T*>(std::aligned_alloc(page, std::max(bytes, page))));
+    if (!data) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(data.get(), bytes, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+#endif
+  }
+  T* operator+(index_t k) const {
+    return data.get() + k;
+  }
+};
+
+// The partial sums of one group of heads: per head, per band, dQ (n x d, double), and per chunk,
+// dK and dV (m x d, unscaled).
+template <class T>
+struct Partials {
+  index_t n, m, d;
+  Split sp;
+  Uninitialized<double> dQ;
+  Uninitialized<T> dK, dV;
+  Partials(index_t G, index_t n_, index_t m_, index_t d_, Split s)
+      : n(n_),
+        m(m_),
+        d(d_),
+        sp(s),
+        dQ(G * s.bands * n * d),
+        dK(G * s.chunks * m * d),
+        dV(G * s.chunks * m * d) {}
+  double* dQ_of(index_t x, index_t b) const { return dQ + (x * sp.bands + b) * n * d; }
+  T* dK_of(index_t x, index_t c) const { return dK + (x * sp.chunks + c) * m * d; }
+  T* dV_of(index_t x, index_t c) const { return dV + (x * sp.chunks + c) * m * d; }
+};
+
+// One key tile j of one head against the query tiles `queries`: dK_j and dV_j over those rows
+// (unscaled, into dK, dV at j's keys), and dQ += dS K_j for them (unscaled, in double).
 template <class T>
 void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const T* dO,
-                   const BackwardPacks<T>& pk, const T* L, const T* L_lo, const T* D,
-                   double* dQ_mine, T* dK, T* dV, index_t j, BackwardScratch<T>& w) {
+                   const BackwardPacks<T>& pk, const T* L, const T* L_lo, const T* D, double* dQ,
+                   T* dK, T* dV, index_t j, Range queries, BackwardScratch<T>& w) {
   const Range cols = t.cols(j);
   const index_t bc = cols.size(), d = pk.Kt.d, dp = pk.Kp.dp, bcp = pk.Kt.bcp;
   std::fill(w.dKj.begin(), w.dKj.end(), T(0));
   std::fill(w.dVj.begin(), w.dVj.end(), T(0));
-  for (index_t i = 0; i < t.Tr(); ++i) {
+  for (index_t i = queries.begin; i < queries.end; ++i) {
     const TileKind kind = t.classify(mask, i, j);
     if (kind == TileKind::skipped) continue;
     const Range rows = t.rows(i);
@@ -249,36 +342,67 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
     tile_product(br, dp, bc, w.P.data(), pk.Kp.rows(cols.begin), w.dQi.data(),  // dQ_i = dS K_j
                  Strides{bcp, 1, dp, dp}, false);
     for (index_t r = 0; r < br; ++r)  // dQ += dS K, summed across key tiles in double
-      for (index_t x = 0; x < d; ++x)
-        dQ_mine[(rows.begin + r) * d + x] += double(w.dQi[r * dp + x]);
+      for (index_t x = 0; x < d; ++x) dQ[(rows.begin + r) * d + x] += double(w.dQi[r * dp + x]);
   }
   for (index_t c = 0; c < bc; ++c)
     for (index_t x = 0; x < d; ++x) {
-      dK[(cols.begin + c) * d + x] = scale * w.dKj[c * dp + x];  // dK = scale dS^T Q
+      dK[(cols.begin + c) * d + x] = w.dKj[c * dp + x];
       dV[(cols.begin + c) * d + x] = w.dVj[c * dp + x];
     }
 }
 
-// This thread's share of `count` work items, dealt out in a snake: round r gives items
-// r T .. r T + T - 1 to threads 0 .. T - 1, every other round in reverse. Causal key tile j has
-// Tc - j query tiles, so the snake evens out the work that a plain round-robin leaves to thread
-// 0; fixed for a given thread count, so each thread's dQ sum, and the result, is the same on
-// every run.
-std::vector<index_t> my_share(index_t count) {
-  const index_t T = omp_get_num_threads(), me = omp_get_thread_num();
-  std::vector<index_t> mine;
-  for (index_t r = 0; r * T < count; ++r) {
-    const index_t w = r * T + (r % 2 == 0 ? me : T - 1 - me);
-    if (w < count) mine.push_back(w);
-  }
-  return mine;
+// One item: its band's key tiles, in order, against its chunk's query tiles. Its dQ partial (the
+// chunk's rows of band b) starts at 0 here: every item runs, even one whose tiles are all skipped.
+template <class T>
+void backward_item(const Mask& mask, const Tiling& t, T scale, const T* Q, const T* dO,
+                   const BackwardPacks<T>& pk, const T* L, const T* L_lo, const T* D,
+                   Partials<T>& part_sums, const Item& it, BackwardScratch<T>& w) {
+  const Range keys = part(t.Tc(), part_sums.sp.bands, it.band);
+  const Range queries = part(t.Tr(), part_sums.sp.chunks, it.chunk);
+  const index_t d = part_sums.d;
+  double* dQ = part_sums.dQ_of(it.x, it.band);
+  const index_t r0 = t.rows(queries.begin).begin,
+                r1 = queries.size() ? t.rows(queries.end - 1).end : r0;
+  std::fill(dQ + r0 * d, dQ + r1 * d, 0.0);
+  for (index_t j = keys.begin; j < keys.end; ++j)
+    backward_tile(mask, t, scale, Q, dO, pk, L, L_lo, D, dQ, part_sums.dK_of(it.x, it.chunk),
+                  part_sums.dV_of(it.x, it.chunk), j, queries, w);
 }
 
-// How many heads to take at once: enough that every thread has two tiles to work on (one head
-// when a head alone has that many), so many small heads still use all the threads. The packs
-// are per head of a group: their memory is that of K and V for G heads.
-index_t group_size(index_t heads, index_t tiles_per_head, index_t threads) {
-  const index_t want = (2 * threads + tiles_per_head - 1) / tiles_per_head;
+// dQ = scale sum_b dQ_b,  dK = scale sum_c dK_c,  dV = sum_c dV_c: in double, in band and chunk
+// order, each rounded once; rows shared between the threads (called inside a parallel region).
+template <class T>
+void reduce_partials(Partials<T>& ps, index_t g, T scale, T* dQ, T* dK, T* dV) {
+  const index_t d = ps.d;
+#pragma omp for schedule(static)
+  for (index_t r = 0; r < g * ps.n; ++r) {
+    const index_t x = r / ps.n, row = r % ps.n;
+    for (index_t k = 0; k < d; ++k) {
+      double sum = 0;
+      for (index_t b = 0; b < ps.sp.bands; ++b) sum += ps.dQ_of(x, b)[row * d + k];
+      dQ[r * d + k] = T(double(scale) * sum);  // dQ = scale dS K
+    }
+  }
+#pragma omp for schedule(static)
+  for (index_t r = 0; r < g * ps.m; ++r) {
+    const index_t x = r / ps.m, row = r % ps.m;
+    for (index_t k = 0; k < d; ++k) {
+      double sk = 0, sv = 0;
+      for (index_t c = 0; c < ps.sp.chunks; ++c) {
+        sk += double(ps.dK_of(x, c)[row * d + k]);
+        sv += double(ps.dV_of(x, c)[row * d + k]);
+      }
+      dK[r * d + k] = T(double(scale) * sk);  // dK = scale dS^T Q
+      dV[r * d + k] = T(sv);
+    }
+  }
+}
+
+// How many heads to take at once: enough that every thread has `per_thread` items to work on
+// (one head when a head alone has that many), so many small heads still use all the threads.
+// The packs and partials are per head of a group.
+index_t group_size(index_t heads, index_t items_per_head, index_t threads, index_t per_thread) {
+  const index_t want = (per_thread * threads + items_per_head - 1) / items_per_head;
   return std::max<index_t>(1, std::min(heads, want));
 }
 
@@ -289,14 +413,15 @@ int thread_count(index_t threads) {
 }  // namespace
 
 // Heads in groups (group_size): the threads pack the group's K and V, then share its
-// (head, query tile) items.
+// (head, query tile) items, the last query tiles first: under a causal mask they see the most keys,
+// so the longest items start first and the short ones fill the tail.
 template <class T>
 void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
              const T* V, T* O, T* L, T* L_lo) {
   const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
-  const index_t G = group_size(s.heads(), t.Tr(), thread_count(o.threads));
+  const index_t G = group_size(s.heads(), t.Tr(), thread_count(o.threads), 4);
   std::vector<Packed<T>> Kt(static_cast<std::size_t>(G)), Vp(static_cast<std::size_t>(G));
 #pragma omp parallel num_threads(thread_count(o.threads))
   {
@@ -309,14 +434,17 @@ void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, 
       }
 #pragma omp for schedule(dynamic, 1)
       for (index_t w = 0; w < g * t.Tr(); ++w) {
-        const index_t x = w / t.Tr(), head = h0 + x, q0 = head * s.n * s.d;
+        const index_t x = w % g, head = h0 + x, q0 = head * s.n * s.d, i = t.Tr() - 1 - w / g;
         forward_tile(mask, t, scale, Q + q0, Kt[std::size_t(x)], Vp[std::size_t(x)], O + q0,
-                     L + head * s.n, L_lo ? L_lo + head * s.n : nullptr, w % t.Tr(), S, Oi);
+                     L + head * s.n, L_lo ? L_lo + head * s.n : nullptr, i, S, Oi);
       }
     }
   }
 }
 
+// Heads in groups, as in the forward; within a group the threads take the (head, band, chunk)
+// items of split_for as they come (the results do not depend on who took what), then sum the
+// partials in a fixed order: dQ, dK and dV are the same bits for any thread count.
 template <class T>
 void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, const T* K,
               const T* V, const T* O, const T* L, const T* L_lo, const T* dO, T* dQ, T* dK, T* dV,
@@ -325,18 +453,20 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
-  // D = rowsum(dO * O) in T, one fused multiply-add after the other, as the tile kernel sums
-  // dP = dO V^T: where P is one-hot (scores far apart), O is a row of V and dP - D must cancel to
-  // exactly 0.
-  for (index_t r = 0; r < rows; ++r) D[r] = row_D(dO + r * s.d, O + r * s.d, s.d);
-  std::vector<Tile<double>> dQ_per_thread(std::size_t(threads), Tile<double>::Zero(rows, s.d));
-  const index_t G = group_size(s.heads(), t.Tc(), threads);
+  const Split sp = split_for(t);
+  const index_t G = group_size(s.heads(), sp.bands * sp.chunks, threads, 4);
   std::vector<BackwardPacks<T>> packs(static_cast<std::size_t>(G));
+  Partials<T> partials(G, s.n, s.m, s.d, sp);
+  std::vector<Item> items;
 #pragma omp parallel num_threads(int(threads))
   {
+    // D = rowsum(dO * O) in T, one fused multiply-add after the other, as the tile kernel sums
+    // dP = dO V^T: where P is one-hot (scores far apart), O is a row of V and dP - D must cancel
+    // to exactly 0.
+#pragma omp for schedule(static)
+    for (index_t r = 0; r < rows; ++r) D[r] = row_D(dO + r * s.d, O + r * s.d, s.d);
     BackwardScratch<T> w(t, padded<T>(s.d));
-    double* mine = dQ_per_thread[std::size_t(omp_get_thread_num())].data();
-    for (index_t h0 = 0; h0 < s.heads(); h0 += G) {  // heads in groups, as in the forward
+    for (index_t h0 = 0; h0 < s.heads(); h0 += G) {
       const index_t g = std::min(G, s.heads() - h0);
       for (index_t x = 0; x < g; ++x) {
         const index_t q0 = (h0 + x) * s.n * s.d, k0 = (h0 + x) * s.m * s.d;
@@ -347,19 +477,18 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
         pack_rows(K + k0, s.m, s.d, pk.Kp);
         pack_rows(dO + q0, s.n, s.d, pk.dOp);
       }
-      for (index_t item : my_share(g * t.Tc())) {  // (head, key tile) items
-        const index_t x = item / t.Tc(), head = h0 + x;
-        const index_t q0 = head * s.n * s.d, k0 = head * s.m * s.d;
-        backward_tile(mask, t, scale, Q + q0, dO + q0, packs[std::size_t(x)], L + head * s.n,
-                      L_lo ? L_lo + head * s.n : nullptr, D + head * s.n, mine + q0, dK + k0,
-                      dV + k0, item % t.Tc(), w);
+#pragma omp single
+      items = backward_items(t, mask, sp, g);
+#pragma omp for schedule(dynamic, 1)
+      for (std::size_t k = 0; k < items.size(); ++k) {
+        const index_t x = items[k].x, head = h0 + x, q0 = head * s.n * s.d;
+        backward_item(mask, t, scale, Q + q0, dO + q0, packs[std::size_t(x)], L + head * s.n,
+                      L_lo ? L_lo + head * s.n : nullptr, D + head * s.n, partials, items[k], w);
       }
-#pragma omp barrier
+      reduce_partials(partials, g, scale, dQ + h0 * s.n * s.d, dK + h0 * s.m * s.d,
+                      dV + h0 * s.m * s.d);
     }
   }
-  Tile<double> sum = dQ_per_thread[0];  // the per-thread sums, added in thread order
-  for (std::size_t k = 1; k < dQ_per_thread.size(); ++k) sum += dQ_per_thread[k];
-  Map<T>(dQ, rows, s.d) = (double(scale) * sum).template cast<T>();  // dQ = scale dS K
 }
 
 // Each thread multiplies its rows alone: Eigen parallelizes a product itself, over all the

@@ -3,7 +3,8 @@
 // vectorized exp, threads, and no tracing.
 //
 // Forward (heads in groups big enough to busy every thread; per head K^T and V packed once, then
-// threads over the group's (head, query tile i)):
+// threads over the group's (head, query tile i), the last query tiles (under a causal mask, the
+// longest) first):
 //   S = Q_i K_j^T  then  S = scale S          (the scale rounds once, after the product)
 //   masked keys of partial causal tiles: only the visible prefix of each row is used
 //   m_new = max(m, rowmax S),  alpha = exp(m - m_new)  (0 when m = -inf)
@@ -11,11 +12,16 @@
 //   O_i = diag(alpha) O_i + P V_j
 //   O = O_i / l,  L = m + log l  (each rounded once; l = 0: O = 0, L = -inf), L_lo = L's
 //   rounding error (L + L_lo to twice T's precision, online_softmax.hpp)
-// Backward (FlashAttention-2; heads in groups, threads over (head, key tile j); each thread sums
-// its own dQ in double and the per-thread dQ are added in thread order at the end):
+// Backward (FlashAttention-2; heads in groups; key tiles cut into bands and query tiles into
+// chunks by the shape alone, threads over the (head, band, chunk) items, most tiles first):
 //   D = rowsum(dO O) (in T, summed as dP is),  P = exp((S - L) - L_lo),  dV_j += P^T dO_i,
 //   dP = dO_i V_j^T,
 //   dS = P (dP - D),  dK_j += dS^T Q_i,  dQ_i += dS K_j  (both times scale at the end).
+//   An item sums dK_j, dV_j over its chunk (in T) and dQ_i over its band (in double); the
+//   partials are then summed in chunk and band order in double and rounded once:
+//   dK_j = scale sum_c dK_j^(c),  dV_j = sum_c dV_j^(c),  dQ_i = scale sum_b dQ_i^(b).
+//   No sum depends on the thread count or on which thread took an item: every output is the
+//   same bits for any --threads.
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).
 #pragma once
 
