@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/element.cuh"
 #include "cuda/ptx.cuh"
 #include "flashdemo/mask.hpp"
 #include "flashdemo/online_softmax.hpp"
@@ -88,16 +89,6 @@ __device__ inline void to_floats(const uint4& raw, float (&x)[kPer]) {
       x[2 * i] = f.x, x[2 * i + 1] = f.y;
     }
   }
-}
-
-template <class E>
-__host__ __device__ inline E to_element(float x) {  // host too: the launcher's uploads
-  if constexpr (std::is_same_v<E, __nv_bfloat16>)
-    return __float2bfloat16_rn(x);
-  else if constexpr (std::is_same_v<E, __half>)
-    return __float2half_rn(x);
-  else
-    return x;
 }
 
 // Reads through L2 only (ld.global.cg), indexed like a const float*: the partials that other

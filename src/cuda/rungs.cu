@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cuda/device_memory.cuh"
+#include "cuda/element.cuh"
 #include "cuda/hopper.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/mma_backward.cuh"
@@ -28,16 +29,6 @@ namespace fd::cuda {
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
-
-template <class E>
-E to_element(float x) {
-  if constexpr (std::is_same_v<E, __nv_bfloat16>)
-    return __float2bfloat16_rn(x);
-  else if constexpr (std::is_same_v<E, __half>)
-    return __float2half_rn(x);
-  else
-    return x;
-}
 
 template <class E>
 float from_element(E x) {

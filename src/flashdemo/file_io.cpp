@@ -67,16 +67,16 @@ std::optional<std::string> unwritable(const std::string& path) {
              "...): flashdemo writes its outputs to "
              "regular files of your own only";
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  const uid_t owner = st.st_uid;
+  if (exists) {
     if (S_ISDIR(st.st_mode)) return "is a directory";
     if (!S_ISREG(st.st_mode))
       return "is not a regular file (a device, a FIFO or a terminal): flashdemo writes its "
              "outputs to regular files only";
     if (::access(path.c_str(), W_OK) != 0) return "cannot write there: " + reason(errno);
   }
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  const uid_t owner = st.st_uid;
-  const std::string dir = split(real_path(path).value_or(path)).first;
+  const std::string dir = split(real).first;
   if (::stat(dir.c_str(), &st) != 0) return "cannot write there: " + reason(errno);
   if (!S_ISDIR(st.st_mode)) return "cannot write there: " + dir + " is not a directory";
   if (::access(dir.c_str(), W_OK | X_OK) != 0) return "cannot write there: " + reason(errno);
