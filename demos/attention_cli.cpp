@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "flashdemo/compare.hpp"
+#include "flashdemo/fast/fast_attention.hpp"
 #include "flashdemo/file_io.hpp"
 #include "flashdemo/npy.hpp"
 #include "flashdemo/precision.hpp"
@@ -285,6 +286,16 @@ void print_problem(const AttentionOptions& o, cuda::Pass pass) {
     ui::say(o.draw() ? Msg::inputs_random_second : Msg::inputs_random, o.seed);
   else
     ui::say(Msg::inputs_files, o.files.q, o.files.k, o.files.v);
+}
+
+TileSizes AttentionOptions::tiles(cuda::Pass pass) const {
+  const bool fixed = impl == Impl::simt || impl == Impl::tc || impl == Impl::mma;
+  if (impl == Impl::fast && !tiles_given)
+    return fast::tiles_for(fast::Shape{1, 1, n, keys(), d},
+                           pass == cuda::Pass::fwd ? fast::Pass::fwd : fast::Pass::bwd,
+                           thread_count(*this), dtype == DType::fp32 ? 4 : 8);
+  const TileSizes t = fixed ? cuda::kernel_tiles(impl, d, pass) : TileSizes{Br, Bc};
+  return {t.Br < n ? t.Br : n, t.Bc < keys() ? t.Bc : keys()};
 }
 
 index_t thread_count(const AttentionOptions& o) {

@@ -64,16 +64,11 @@ struct AttentionOptions {
   index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   // The tiles a pass uses: --block-q, --block-k (or the lecture's), except that the fast path
-  // keeps its own unless they were given, and the GPU rungs simt, tc, mma compute their fixed
-  // tiles (cuda::kernel_tiles, per pass: mma's forward and backward differ; other tiles given
-  // are refused); a tile larger than the problem is the problem's size.
-  TileSizes tiles(cuda::Pass pass = cuda::Pass::fwd) const {
-    const bool fixed = impl == Impl::simt || impl == Impl::tc || impl == Impl::mma;
-    const TileSizes t = fixed                                ? cuda::kernel_tiles(impl, d, pass)
-                        : impl == Impl::fast && !tiles_given ? TileSizes{128, 256}
-                                                             : TileSizes{Br, Bc};
-    return {t.Br < n ? t.Br : n, t.Bc < keys() ? t.Bc : keys()};
-  }
+  // chooses its own from the machine's cache (fast::tiles_for) unless they were given, and the
+  // GPU rungs simt, tc, mma compute their fixed tiles (cuda::kernel_tiles, per pass: mma's
+  // forward and backward differ; other tiles given are refused); a tile larger than the problem
+  // is the problem's size.
+  TileSizes tiles(cuda::Pass pass = cuda::Pass::fwd) const;
   Tiling tiling(cuda::Pass pass = cuda::Pass::fwd) const {
     const TileSizes t = tiles(pass);
     return Tiling{n, keys(), t.Br, t.Bc};

@@ -17,16 +17,17 @@ cuda::Shape shape(const AttentionOptions& o) {
   return {1, 1, o.n, o.keys(), o.d};
 }
 
-fast::Options fast_options(const AttentionOptions& o) {
+fast::Options fast_options(const AttentionOptions& o, cuda::Pass pass) {
   ensure_threads(thread_count(o));
-  return {thread_count(o), o.tiles()};
+  return {thread_count(o), o.tiles(pass)};
 }
 
 template <class T>
 ForwardResult<T> fast_forward(const AttentionOptions& o, const Inputs<T>& in) {
   ForwardResult<T> out{Mat<T>(o.n, o.d), Vec<T>(o.n), Vec<T>(o.n)};
-  fast::forward<T>({1, 1, o.n, o.keys(), o.d}, o.params(), fast_options(o), in.Q.data(),
-                   in.K.data(), in.V.data(), out.O.data(), out.L.data(), out.L_lo.data());
+  fast::forward<T>({1, 1, o.n, o.keys(), o.d}, o.params(), fast_options(o, cuda::Pass::fwd),
+                   in.Q.data(), in.K.data(), in.V.data(), out.O.data(), out.L.data(),
+                   out.L_lo.data());
   return out;
 }
 
@@ -34,8 +35,8 @@ template <class T>
 BackwardResult<T> fast_backward(const AttentionOptions& o, const Inputs<T>& in,
                                 const ForwardResult<T>& fwd, const Mat<T>& dO) {
   BackwardResult<T> g{Mat<T>(o.n, o.d), Mat<T>(o.keys(), o.d), Mat<T>(o.keys(), o.d), Vec<T>(o.n)};
-  fast::backward<T>({1, 1, o.n, o.keys(), o.d}, o.params(), fast_options(o), in.Q.data(),
-                    in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(),
+  fast::backward<T>({1, 1, o.n, o.keys(), o.d}, o.params(), fast_options(o, cuda::Pass::bwd),
+                    in.Q.data(), in.K.data(), in.V.data(), fwd.O.data(), fwd.L.data(),
                     fwd.L_lo.size() ? fwd.L_lo.data() : nullptr, dO.data(), g.dQ.data(),
                     g.dK.data(), g.dV.data(), g.D.data());
   return g;

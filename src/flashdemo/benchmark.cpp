@@ -182,14 +182,16 @@ Runner<T> cpu_runner(const Case& c, CpuImpl impl, index_t threads, const Arrays<
   Runner<T> r;
   const fast::Shape shape{c.b, c.h, c.n, c.m, c.d};
   if (impl == CpuImpl::fast) {
-    r.forward = [c, shape, threads, &a](Outputs<T>& out) {
-      fast::forward(shape, c.params(), fast::Options{threads, kFastTiles}, a.Q.data(), a.K.data(),
-                    a.V.data(), out.O.data(), out.L.data(), out.L_lo.data());
+    const fast::Options fwd{threads, fast::tiles_for(shape, fast::Pass::fwd, threads, sizeof(T))},
+        bwd{threads, fast::tiles_for(shape, fast::Pass::bwd, threads, sizeof(T))};
+    r.forward = [c, shape, fwd, &a](Outputs<T>& out) {
+      fast::forward(shape, c.params(), fwd, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
+                    out.L.data(), out.L_lo.data());
     };
-    r.backward = [c, shape, threads, &a](Outputs<T>& out) {
-      fast::backward(shape, c.params(), fast::Options{threads, kFastTiles}, a.Q.data(), a.K.data(),
-                     a.V.data(), out.O.data(), out.L.data(), out.L_lo.data(), a.dO.data(),
-                     out.dQ.data(), out.dK.data(), out.dV.data(), out.D.data());
+    r.backward = [c, shape, bwd, &a](Outputs<T>& out) {
+      fast::backward(shape, c.params(), bwd, a.Q.data(), a.K.data(), a.V.data(), out.O.data(),
+                     out.L.data(), out.L_lo.data(), a.dO.data(), out.dQ.data(), out.dK.data(),
+                     out.dV.data(), out.D.data());
     };
     return r;
   }

@@ -76,11 +76,10 @@ template <class T>
 Verdict verify(const Case& c, const Arrays<T>& a, const Outputs<T>& out);
 
 // The CPU paths: standard attention (S and P materialized), the teaching path (64 x 64 tiles,
-// c.variant()), the fast path (threads, 256 x 256 tiles; fp32 and fp64 only).
+// c.variant()), the fast path (threads, fast::tiles_for's tiles; fp32 and fp64 only).
 enum class CpuImpl { reference, tiled, fast };
 
 inline constexpr TileSizes kTeachingTiles{64, 64};
-inline constexpr TileSizes kFastTiles{256, 256};
 
 // How one implementation runs the case: the forward into O, L (and L_lo); the backward into dQ,
 // dK, dV, D from the O and L already there; and, for a device that times itself (CUDA events),

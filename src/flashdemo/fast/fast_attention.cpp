@@ -3,6 +3,7 @@
 
 #include <omp.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -90,6 +91,41 @@ T softmax_row(T* S, index_t keep, index_t cols, T scale, T& m, T& alpha) {
   return exp_row(S, keep, cols, shift);
 }
 
+// Memory that no one zeroes, grown on demand and kept: every entry is written before it is read,
+// by the threads that will use it, so the first touch of a page (its fault, the kernel's zeroing)
+// happens in parallel, where one thread zero-filling a K^T pack kept the others waiting. Small
+// buffers come from malloc, which hands the same pages back on the next call; from `huge` bytes
+// on, 2 MiB pages where the kernel allows them (MADV_HUGEPAGE): a 4 KiB page fault for each
+// fresh page of a backward's partials (128 MiB at n = 8192, d = 128) took most of its time.
+template <class T>
+struct Buffer {
+  static constexpr std::size_t huge = std::size_t(32) << 20, page = std::size_t(2) << 20;
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T[], Free> data;
+  std::size_t capacity = 0;
+  Buffer() = default;
+  explicit Buffer(index_t count) { ensure(count); }
+  // Room for count entries (their contents undefined when the buffer grows).
+  T* ensure(index_t count) {
+    if (std::size_t(count) <= capacity && data) return data.get();
+    const std::size_t want = std::max<std::size_t>(1, std::size_t(count)) * sizeof(T);
+    const std::size_t align = want < huge ? 64 : page;
+    const std::size_t bytes = (want + align - 1) / align * align;
+    data.reset(static_cast<T*>(std::aligned_alloc(align, bytes)));
+    if (!data) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (align == page) madvise(data.get(), bytes, MADV_HUGEPAGE);  // advice: 4 KiB pages if refused
+#endif
+    capacity = bytes / sizeof(T);
+    return data.get();
+  }
+  T* operator+(index_t k) const {
+    return data.get() + k;
+  }
+};
+
 // One head's operands laid out for tile_product, once per head:
 //   Kt (or Vt): per key tile j, K_j^T as d x Bc' (Bc' = Bc padded to whole vectors, zeros past m)
 //   Xp: rows x d' copies of Q, K, V or dO with d' = d padded to whole vectors (zero columns);
@@ -97,7 +133,7 @@ T softmax_row(T* S, index_t keep, index_t cols, T scale, T& m, T& alpha) {
 template <class T>
 struct Packed {
   index_t d, dp, bcp;  // d, d', Bc'
-  std::vector<T> data;
+  Buffer<T> data;
   const T* base = nullptr;  // data, or the array itself when its rows are whole vectors already
   const T* tile(index_t j) const { return base + j * d * bcp; }  // for Kt, Vt
   const T* rows(index_t r) const { return base + r * dp; }       // for Xp
@@ -110,15 +146,16 @@ void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
 #pragma omp single
   {
     out.d = d, out.dp = padded<T>(d), out.bcp = padded<T>(t.Bc);
-    out.data.assign(std::size_t(t.Tc() * d * out.bcp), T(0));
-    out.base = out.data.data();
+    out.base = out.data.ensure(t.Tc() * d * out.bcp);
   }
 #pragma omp for schedule(static)
   for (index_t j = 0; j < t.Tc(); ++j) {
     const Range cols = t.cols(j);
-    T* tile = out.data.data() + j * d * out.bcp;
+    T* tile = out.data + j * d * out.bcp;
     for (index_t c = 0; c < cols.size(); ++c)
       for (index_t x = 0; x < d; ++x) tile[x * out.bcp + c] = X[(cols.begin + c) * d + x];
+    for (index_t x = 0; x < d; ++x)  // zeros past the tile's last key
+      std::fill(tile + x * out.bcp + cols.size(), tile + (x + 1) * out.bcp, T(0));
   }
 }
 
@@ -127,12 +164,15 @@ void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
 #pragma omp single
   {
     out.d = d, out.dp = padded<T>(d), out.bcp = 0;
-    out.data.assign(d == out.dp ? 0 : std::size_t(rows * out.dp), T(0));  // d = 64, 128: no copy
-    out.base = d == out.dp ? X : out.data.data();
+    out.base = d == out.dp ? X : out.data.ensure(rows * out.dp);  // d = 64, 128: no copy
   }
   if (d == out.dp) return;
 #pragma omp for schedule(static)
-  for (index_t r = 0; r < rows; ++r) std::copy(X + r * d, X + (r + 1) * d, &out.data[r * out.dp]);
+  for (index_t r = 0; r < rows; ++r) {
+    T* row = out.data + r * out.dp;
+    std::copy(X + r * d, X + (r + 1) * d, row);
+    std::fill(row + d, row + out.dp, T(0));
+  }
 }
 
 // The keys of `cols` that query row `row` sees: all of them, or a prefix (causal).
@@ -266,37 +306,14 @@ std::vector<Item> backward_items(const Tiling& t, const Mask& mask, Split sp, in
   return items;
 }
 
-// Memory that no one zeroes: every entry of the partials is written by its item before it is
-// read. In 2 MiB pages where the kernel allows them (MADV_HUGEPAGE): a 4 KiB page fault for each
-// fresh page of a backward's partials (128 MiB at n = 8192, d = 128) took most of its time.
-template <class T>
-struct Uninitialized {
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T[], Free> data;
-  explicit Uninitialized(index_t count) {
-    constexpr std::size_t page = std::size_t(2) << 20;
-    const std::size_t bytes = (std::size_t(count) * sizeof(T) + page - 1) / page * page;
-    data.reset(static_cast<T*>(std::aligned_alloc(page, std::max(bytes, page))));
-    if (!data) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    madvise(data.get(), bytes, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
-#endif
-  }
-  T* operator+(index_t k) const {
-    return data.get() + k;
-  }
-};
-
 // The partial sums of one group of heads: per head, per band, dQ (n x d, double), and per chunk,
 // dK and dV (m x d, unscaled).
 template <class T>
 struct Partials {
   index_t n, m, d;
   Split sp;
-  Uninitialized<double> dQ;
-  Uninitialized<T> dK, dV;
+  Buffer<double> dQ;
+  Buffer<T> dK, dV;
   Partials(index_t G, index_t n_, index_t m_, index_t d_, Split s)
       : n(n_),
         m(m_),
@@ -411,6 +428,28 @@ int thread_count(index_t threads) {
 }
 
 }  // namespace
+
+TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_bytes,
+                    index_t l2_bytes) {
+  const index_t l2 = l2_bytes > 0 ? l2_bytes : index_t(1) << 20;
+  const index_t W = kSimdBytes / element_bytes, dp = (s.d + W - 1) / W * W, Br = 128;
+  auto bytes = [&](index_t Bc) {
+    const index_t entries = pass == Pass::fwd ? 2 * Bc * dp + Br * Bc + 2 * Br * dp
+                                              : 5 * Bc * dp + 2 * Br * Bc + 3 * Br * dp;
+    return entries * element_bytes;
+  };
+  index_t Bc = pass == Pass::fwd ? 256 : 128;
+  while (Bc > 64 && bytes(Bc) > l2 / 2) Bc /= 2;
+  index_t br = Br;
+  if (pass == Pass::fwd)
+    while (br > 32 && s.heads() * ceil_div(s.n, br) < 2 * threads) br /= 2;
+  return {std::max<index_t>(1, std::min(br, s.n)), std::max<index_t>(1, std::min(Bc, s.m))};
+}
+
+TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_bytes) {
+  static const index_t l2 = std::max<long>(0, sysconf(_SC_LEVEL2_CACHE_SIZE));
+  return tiles_for(s, pass, threads, element_bytes, l2);
+}
 
 // Heads in groups (group_size): the threads pack the group's K and V, then share its
 // (head, query tile) items, the last query tiles first: under a causal mask they see the most keys,

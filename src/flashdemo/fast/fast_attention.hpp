@@ -22,6 +22,16 @@
 //   dK_j = scale sum_c dK_j^(c),  dV_j = sum_c dV_j^(c),  dQ_i = scale sum_b dQ_i^(b).
 //   No sum depends on the thread count or on which thread took an item: every output is the
 //   same bits for any --threads.
+// Tiles (tiles_for, from the L2 size the machine reports): Br = 128 and Bc the largest of 256,
+// 128, 64 keys (the backward: of 128, 64) whose working set of one (i, j) step fits half of L2:
+//   forward  (2 Bc d' + Br Bc + 2 Br d') bytes(T)   K_j^T, V_j, S, Q_i, O_i
+//   backward (5 Bc d' + 2 Br Bc + 3 Br d') bytes(T) K_j^T, V_j^T, K_j, dK_j, dV_j, P, dP, Q_i,
+//                                                   dO_i, dQ_i
+// then the forward halves Br (down to 32) while heads x query tiles give fewer than 2 tiles per
+// thread (its bits do not depend on Br: every row is computed alone); the backward's tiles come
+// from the shape and the cache alone (its sums are grouped by them). Measured on the H200 host's
+// Xeon (docs/performance.md): 128 x 256 beat 256 x 256 in the forward (more query tiles to
+// share, causal ones uneven) and 128 x 128 beat 128 x 256 and 256 x 256 in the backward.
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).
 #pragma once
 
@@ -34,6 +44,14 @@ struct Shape {
   index_t b = 1, h = 1, n = 1, m = 1, d = 1;
   index_t heads() const { return b * h; }
 };
+
+enum class Pass { fwd, bwd };
+
+// The tiles for a pass on this machine (above); threads counts only for the forward.
+TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_bytes);
+// The same for a given L2 size in bytes (0: unknown, taken as 1 MiB).
+TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_bytes,
+                    index_t l2_bytes);
 
 struct Options {
   index_t threads = 1;
