@@ -1,11 +1,13 @@
-// ring.cpp — `flashdemo ring`: context-parallel (ring) attention on the CPU. The library
+// ring.cpp — `flashdemo ring`: context-parallel (ring) attention on the CPU or on GPUs. The library
 // (flashdemo/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0; the ranks
 // are MPI processes when mpirun started this one and the build has MPI (src/mpi/mpi_ring.hpp),
-// else threads of this process (ring_transport.hpp: InProcessRing), and the text says which. This
-// file checks the options (the same on every rank, before MPI starts, so all refuse together),
-// and on rank 0 only prints the blocks, the schedule (ranks x steps), each rank's compute and
-// communication times and the overlap, and the verdicts against the reference (compare.hpp: the
-// 2x rule) for O, L and with --pass bwd dQ, dK, dV.
+// else threads of this process (ring_transport.hpp: InProcessRing), and the text says which.
+// --device cuda (cuda/ring_api.hpp): one GPU per rank, local rank r on GPU r of its node, the
+// blocks passed by NCCL under mpirun; without mpirun one rank on GPU 0. This file checks the
+// options (the same on every rank, before MPI starts, so all refuse together; whether each rank
+// has a GPU is agreed once MPI runs), and on rank 0 only prints the blocks, the schedule (ranks x
+// steps), each rank's compute and communication times and the overlap, and the verdicts against
+// the reference (compare.hpp: the 2x rule) for O, L and with --pass bwd dQ, dK, dV.
 // --json: one `ring_rank` object per rank and pass, one `ring_step` per rank, step and pass, then
 // one `result` (docs/trace-format.md, section 11).
 #include "ring.hpp"
@@ -22,6 +24,8 @@
 #include <vector>
 
 #include "common.hpp"
+#include "cuda/ring_api.hpp"
+#include "device.hpp"
 #include "flashdemo/benchmark.hpp"
 #include "flashdemo/compare.hpp"
 #include "flashdemo/reference.hpp"
@@ -46,7 +50,7 @@ enum class Device { cpu, cuda };
 
 struct RingOptions {
   index_t n = 1024, m = 0, d = 64;  // m = 0: n
-  index_t ranks = 0;                // 0: mpirun's processes, else 4
+  index_t ranks = 0;                // 0: mpirun's processes, else 4 (--device cuda: 1)
   DType dtype = DType::fp32;
   bool causal = false, causal_implied = false;
   CausalAlign align = CausalAlign::top_left;
@@ -84,8 +88,15 @@ Launch launch() {
   return {true, rank, size};
 }
 
-// Where the ranks run.
-enum class Where { mpi, threads, threads_no_mpi };
+// The rank's place on its node (Open MPI's, MPICH's variables), else its rank: its GPU.
+index_t local_rank(index_t rank) {
+  const index_t local = env_index("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID");
+  return local >= 0 ? local : rank;
+}
+
+// Where the ranks run: the CPU's MPI processes or threads; one GPU without mpirun (or without MPI
+// in the build, mpirun -np 1), or one GPU per MPI process.
+enum class Where { mpi, threads, threads_no_mpi, gpu_one, gpu_mpi };
 
 struct Plan {
   Where where = Where::threads;
@@ -93,21 +104,53 @@ struct Plan {
   RingSchedule schedule;
 };
 
+bool on_gpu(Where w) {
+  return w == Where::gpu_one || w == Where::gpu_mpi;
+}
+
+// --device cuda: usage first (exit 2), then what this build lacks (exit 5), alike on every rank.
+// Without mpirun one rank: several ranks in one process would share one GPU, which NCCL does not
+// allow (and would time nothing real). Whether a GPU answers: here without mpirun, else agreed
+// among the ranks once MPI runs (agree_gpus).
+Where plan_gpu(const RingOptions& o, const Launch& l, index_t ranks) {
+  if (o.dtype == DType::fp64) throw Error(kUsage, ui::tr(Msg::ring_err_dtype_gpu, "fp64"));
+  if (!l.mpirun && o.ranks > 1)
+    throw Error(kUsage, ui::tr(Msg::ring_err_cuda_ranks, o.ranks, o.ranks, o.ranks));
+  if (!l.mpirun || (ranks == 1 && !mpi::built())) {
+    require_gpu();  // exit 5 in one line: no CUDA in the build, or no GPU
+    return Where::gpu_one;
+  }
+  if (!cuda::gpu_info().built) throw Error(kNoDevice, ui::tr(Msg::err_no_cuda_build));
+  if (!mpi::built()) throw Error(kNoDevice, ui::tr(Msg::ring_err_cuda_no_mpi, ranks));
+  if (ranks > 1 && !cuda::nccl_built())
+    throw Error(kNoDevice, ui::tr(Msg::ring_err_cuda_no_nccl, ranks));
+  return Where::gpu_mpi;
+}
+
 Plan plan_for(const RingOptions& o, const Launch& l) {
-  if (o.device == Device::cuda) throw Error(kUsage, ui::tr(Msg::ring_err_cuda));
+  if (o.device == Device::cpu && low_precision(o.dtype))
+    throw Error(kUsage, ui::tr(Msg::ring_err_dtype_cpu, dtype_name(o.dtype)));
   Plan plan;
   plan.where = !l.mpirun ? Where::threads : mpi::built() ? Where::mpi : Where::threads_no_mpi;
   if (l.mpirun && o.ranks && o.ranks != l.size)
     throw Error(kUsage, ui::tr(Msg::ring_err_ranks_mpirun, o.ranks, l.size, o.ranks));
-  plan.ranks = l.mpirun ? l.size : o.ranks ? o.ranks : 4;
+  const index_t fallback = o.device == Device::cuda ? 1 : 4;
+  plan.ranks = l.mpirun ? l.size : o.ranks ? o.ranks : fallback;
   if (plan.ranks > kMaxRanks)
     throw Error(kUsage, ui::tr(Msg::ring_err_too_many, plan.ranks, kMaxRanks));
   if (plan.ranks > std::min(o.n, o.keys()))
     throw Error(kUsage, ui::tr(Msg::ring_err_ranks, plan.ranks, o.n, o.keys()));
+  if (o.device == Device::cuda) plan.where = plan_gpu(o, l, plan.ranks);
   plan.schedule = ring_schedule(o.n, o.keys(), o.d, plan.ranks, o.ring_layout(),
                                 o.params().mask_for(o.n, o.keys()));
   return plan;
 }
+
+// A refusal every rank reached together (through RingTransport::all): no rank is left waiting, so
+// the job ends normally, each rank with the code, rank 0 printing the line.
+struct Agreed : Error {
+  using Error::Error;
+};
 
 // Rank 0 holds the inputs, the outputs, the reference and the naive run (S and P, n x m each).
 double bytes_needed(const RingOptions& o, double t_bytes, double w_bytes) {
@@ -124,8 +167,11 @@ struct Checked {
   }
 };
 
+// p: the precision the run computed in (T's own, or bf16/fp16 stored in float on the GPU): the
+// naive run that sets the bound stores S and P in it.
 template <class T>
-Checked check(const RingOptions& o, const bench::Arrays<T>& a, const RingResult<T>& r) {
+Checked check(const RingOptions& o, const bench::Arrays<T>& a, const RingResult<T>& r,
+              Precision p) {
   using W = wider_t<T>;
   const index_t n = o.n, m = o.keys(), d = o.d;
   auto mat = [](const std::vector<T>& x, index_t rows, index_t cols) {
@@ -135,18 +181,18 @@ Checked check(const RingOptions& o, const bench::Arrays<T>& a, const RingResult<
   const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>(),
                dOw = dO.template cast<W>();
   const bool bwd = o.pass == bench::Pass::bwd;
+  const Precision stored = p == Precision::bf16 || p == Precision::fp16 ? p : Precision::fp64;
   const ReferenceForward<W> ref = reference_forward<W>(Qw, Kw, Vw, o.params());
-  require_fits(ref.S, "S = scale Q K^T", precision_of<T>(), "");
-  const ReferenceForward<T> naive = reference_forward<T>(Q, K, V, o.params());
+  require_fits(ref.S, "S = scale Q K^T", p, "");
+  const ReferenceForward<T> naive = reference_forward<T>(Q, K, V, o.params(), stored);
   const Magnitudes<W> R =
       reference_magnitudes<W>(Qw, Kw, Vw, bwd ? dOw : Mat<W>(), ref, o.params());
-  const Precision p = precision_of<T>();
   Checked c;
   c.arrays.push_back({"O", judge(p, mat(r.O, n, d), ref.O, naive.O, R.O)});
   c.arrays.push_back({"L", judge(p, Eigen::Map<const Vec<T>>(r.L.data(), n), ref.L, naive.L, R.L)});
   if (!bwd) return c;
   const ReferenceBackward<W> rb = reference_backward<W>(Qw, Kw, Vw, dOw, o.params());
-  const ReferenceBackward<T> nb = reference_backward<T>(Q, K, V, dO, o.params());
+  const ReferenceBackward<T> nb = reference_backward<T>(Q, K, V, dO, o.params(), stored);
   c.arrays.push_back({"dQ", judge(p, mat(r.dQ, n, d), rb.dQ, nb.dQ, R.dQ)});
   c.arrays.push_back({"dK", judge(p, mat(r.dK, m, d), rb.dK, nb.dK, R.dK)});
   c.arrays.push_back({"dV", judge(p, mat(r.dV, m, d), rb.dV, nb.dV, R.dV)});
@@ -166,9 +212,26 @@ const char* layout_id(RingLayout l) {
   return l == RingLayout::zigzag ? "zigzag" : "contiguous";
 }
 
-const char* where_id(Where w) {
-  return w == Where::mpi ? "mpi" : "threads";
+const char* where_id(const Plan& plan) {
+  switch (plan.where) {
+    case Where::mpi:
+      return "mpi";
+    case Where::gpu_mpi:
+      return plan.ranks > 1 ? "nccl" : "none";
+    case Where::gpu_one:
+      return "none";
+    case Where::threads:
+    case Where::threads_no_mpi:
+      break;
+  }
+  return "threads";
 }
+
+// What the ring moves: K and V in `kv` bytes an element, dK and dV in `grad` bytes (the GPU ring
+// keeps them in fp32 whatever K and V are).
+struct ElementBytes {
+  std::size_t kv = 4, grad = 4;
+};
 
 void print_problem(const RingOptions& o, const Plan& plan, const char* dtype) {
   const RingSchedule& s = plan.schedule;
@@ -180,10 +243,16 @@ void print_problem(const RingOptions& o, const Plan& plan, const char* dtype) {
                                              : Msg::mask_bottom_right,
           o.causal_implied ? ui::tr(Msg::align_implies_causal) : "");
   const index_t cores = std::max<index_t>(1, std::thread::hardware_concurrency());
-  const std::string shared = plan.ranks > cores ? ui::tr(Msg::ring_oversubscribed, cores) : "";
+  const bool oversubscribed = plan.ranks > cores && !on_gpu(plan.where);
+  const std::string shared = oversubscribed ? ui::tr(Msg::ring_oversubscribed, cores) : "";
   if (plan.where == Where::mpi) ui::say(Msg::ring_where_mpi, plan.ranks, shared);
   if (plan.where == Where::threads) ui::say(Msg::ring_where_threads, plan.ranks, shared);
   if (plan.where == Where::threads_no_mpi) ui::say(Msg::ring_where_no_mpi, plan.ranks, shared);
+  if (on_gpu(plan.where)) {
+    const std::string gpu = cuda::gpu_info().name;
+    if (plan.where == Where::gpu_one) ui::say(Msg::ring_where_gpu_one, gpu);
+    if (plan.where == Where::gpu_mpi) ui::say(Msg::ring_where_gpu_mpi, plan.ranks, gpu);
+  }
   if (s.layout == RingLayout::zigzag)
     ui::say(Msg::ring_layout_zigzag, 2 * plan.ranks);
   else
@@ -209,7 +278,7 @@ std::string cell(const RingStep& step) {
   return fmt::format("K{} {}/{}", step.block, step.computed, total);
 }
 
-void print_schedule(const RingSchedule& s, std::size_t bytes, bool bwd) {
+void print_schedule(const RingSchedule& s, ElementBytes bytes, bool bwd) {
   const index_t steps = std::min(s.ranks, kShownSteps);
   ui::result_section(ui::tr(Msg::ring_schedule_title));
   std::string header = fmt::format("  {:<10}", ui::tr(Msg::ring_col_rank));
@@ -228,7 +297,7 @@ void print_schedule(const RingSchedule& s, std::size_t bytes, bool bwd) {
         ui::tr(pass == RingPass::fwd ? Msg::ring_row_sent_fwd : Msg::ring_row_sent_bwd));
     for (index_t t = 0; t < steps; ++t) {
       double sent = 0;
-      for (index_t r = 0; r < s.ranks; ++r) sent += s.bytes_sent(r, t, pass, bytes);
+      for (index_t r = 0; r < s.ranks; ++r) sent += s.bytes_sent(r, t, pass, bytes.kv, bytes.grad);
       line += fmt::format(" {:>10}", sent > 0 ? format_bytes(sent) : "-");
     }
     ui::result_raw(line + "\n");
@@ -277,7 +346,7 @@ nlohmann::json ranges(const RingBlock& b) {
 }
 
 void emit_pass(const RingSchedule& s, RingPass pass, const std::vector<RingTimes>& times,
-               std::size_t bytes) {
+               ElementBytes bytes) {
   const char* id = pass == RingPass::fwd ? "fwd" : "bwd";
   for (index_t r = 0; r < s.ranks; ++r) {
     const RingTimes& t = times[std::size_t(r)];
@@ -305,7 +374,7 @@ void emit_pass(const RingSchedule& s, RingPass pass, const std::vector<RingTimes
                           {"block", step.block},
                           {"computed", step.computed},
                           {"skipped", step.skipped},
-                          {"bytes_sent", s.bytes_sent(r, k, pass, bytes)},
+                          {"bytes_sent", s.bytes_sent(r, k, pass, bytes.kv, bytes.grad)},
                           {"compute_ms", t.compute[x]},
                           {"wait_ms", t.wait[x]},
                           {"step_ms", t.step[x]},
@@ -316,10 +385,10 @@ void emit_pass(const RingSchedule& s, RingPass pass, const std::vector<RingTimes
 }
 
 template <class T>
-void emit_json(const RingOptions& o, const Plan& plan, const RingResult<T>& r, const Checked& c) {
-  emit_pass(plan.schedule, RingPass::fwd, r.forward, sizeof(T));
-  if (!r.backward.empty()) emit_pass(plan.schedule, RingPass::bwd, r.backward, sizeof(T));
-  const Precision p = precision_of<T>();
+void emit_json(const RingOptions& o, const Plan& plan, const RingResult<T>& r, const Checked& c,
+               Precision p, ElementBytes bytes) {
+  emit_pass(plan.schedule, RingPass::fwd, r.forward, bytes);
+  if (!r.backward.empty()) emit_pass(plan.schedule, RingPass::bwd, r.backward, bytes);
   nlohmann::json j = {{"event", "result"},
                       {"subcommand", "ring"},
                       {"n", o.n},
@@ -330,10 +399,12 @@ void emit_json(const RingOptions& o, const Plan& plan, const RingResult<T>& r, c
                       {"align", o.align == CausalAlign::top_left ? "top-left" : "bottom-right"},
                       {"scale", o.params().scale_for(o.d)},
                       {"ranks", plan.ranks},
-                      {"transport", where_id(plan.where)},
+                      {"device", on_gpu(plan.where) ? "cuda" : "cpu"},
+                      {"transport", where_id(plan)},
                       {"layout", layout_id(plan.schedule.layout)},
                       {"backward", o.pass == bench::Pass::bwd},
                       {"reference", p == Precision::fp64 ? "long double" : "fp64"}};
+  if (on_gpu(plan.where)) j["gpu"] = cuda::gpu_info().name;
   for (const auto& [name, v] : c.arrays) {
     j["err_" + name] = ui::number(v.err);
     j["naive_" + name] = ui::number(v.naive);
@@ -342,6 +413,26 @@ void emit_json(const RingOptions& o, const Plan& plan, const RingResult<T>& r, c
   }
   j["pass"] = c.pass();
   ui::out() << j.dump() << "\n";
+}
+
+// Rank 0: the verdicts against the reference, the text or the JSON; exit 1 when an array fails.
+template <class T>
+void report(const RingOptions& o, const Plan& plan, const bench::Arrays<T>& a,
+            const RingResult<T>& r, Precision p, ElementBytes bytes, ui::Progress& progress) {
+  progress.phase(ui::tr(Msg::progress_reference));
+  const Checked checked = check(o, a, r, p);
+  progress.stop();
+  if (ui::settings().json) {
+    emit_json(o, plan, r, checked, p, bytes);
+  } else {
+    print_problem(o, plan, precision_name(p));
+    print_blocks(plan.schedule);
+    print_schedule(plan.schedule, bytes, o.pass == bench::Pass::bwd);
+    print_times(RingPass::fwd, r.forward);
+    if (!r.backward.empty()) print_times(RingPass::bwd, r.backward);
+    print_verdicts(checked, p);
+  }
+  if (!checked.pass()) throw Error(kCheckFailed, ui::tr(Msg::ring_failed));
 }
 
 // Every rank: the inputs (drawn alike from the seed), its part of the ring, the gather; rank 0
@@ -358,20 +449,50 @@ void run_ring_as(const RingOptions& o, const Plan& plan, RingTransport* net) {
   const RingResult<T> r = net ? ring_rank(*net, plan.schedule, o.params(), o.ring_pass(), in)
                               : ring_in_process(plan.schedule, o.params(), o.ring_pass(), in);
   if (net && net->rank() != 0) return;
-  progress.phase(ui::tr(Msg::progress_reference));
-  const Checked checked = check(o, a, r);
-  progress.stop();
-  if (ui::settings().json) {
-    emit_json(o, plan, r, checked);
-  } else {
-    print_problem(o, plan, precision_name(c.precision));
-    print_blocks(plan.schedule);
-    print_schedule(plan.schedule, sizeof(T), o.pass == bench::Pass::bwd);
-    print_times(RingPass::fwd, r.forward);
-    if (!r.backward.empty()) print_times(RingPass::bwd, r.backward);
-    print_verdicts(checked, c.precision);
+  report(o, plan, a, r, c.precision, {sizeof(T), sizeof(T)}, progress);
+}
+
+// The same on GPUs: the inputs drawn in fp32 and rounded to --dtype (bf16, fp16) as the GPU stores
+// them, the ring on `device` (NCCL between the ranks of an MPI job), the outputs as stored.
+void run_ring_gpu(const RingOptions& o, const Plan& plan, RingTransport* net, int device) {
+  const Precision p = dtype_precision(o.dtype);
+  bench::Case c;
+  c.n = o.n, c.m = o.keys(), c.d = o.d, c.seed = o.seed, c.precision = p;
+  ui::Progress progress("flashdemo ring");
+  if (net && net->rank() != 0) progress.stop();
+  progress.phase(ui::tr(Msg::progress_ring));
+  const bench::Arrays<float> a = bench::random_arrays<float>(c);  // rounded to p (bf16, fp16)
+  const RingInputs<float> in{a.Q.data(), a.K.data(), a.V.data(), a.dO.data()};
+  RingResult<float> r;
+  try {
+    r = net ? cuda::ring_rank(*net, plan.schedule, o.params(), o.ring_pass(), p, in,
+                              cuda::RingLink::nccl, device)
+            : cuda::ring_in_process(plan.schedule, o.params(), o.ring_pass(), p, in);
+  } catch (const cuda::CudaError& e) {
+    throw Error(kNoDevice, e.what());
   }
-  if (!checked.pass()) throw Error(kCheckFailed, ui::tr(Msg::ring_failed));
+  if (net && net->rank() != 0) return;
+  report(o, plan, a, r, p, {cuda::ring_element_bytes(p), sizeof(float)}, progress);
+}
+
+// Each rank takes GPU (its local rank) of its node. Rank 0 learns every rank's place and its
+// node's GPUs and words the refusal; every rank learns whether all have one, so all refuse
+// together (exit 5) and none waits for a rank that gave up.
+int agree_gpus(RingTransport& net) {
+  const index_t P = net.ranks(), local = local_rank(net.rank());
+  const std::int64_t mine[2] = {local, cuda::device_count()};
+  std::vector<std::int64_t> all(net.rank() == 0 ? std::size_t(2 * P) : 0);
+  net.gather(mine, sizeof mine, all.data(), std::vector<std::size_t>(std::size_t(P), sizeof mine));
+  std::string why;
+  for (index_t r = 0; r < P && why.empty() && net.rank() == 0; ++r) {
+    const std::int64_t at = all[std::size_t(2 * r)], gpus = all[std::size_t(2 * r + 1)];
+    if (at < gpus) continue;
+    if (gpus == 0 && r == 0) why = ui::tr(Msg::err_no_gpu, why_no_gpu(cuda::gpu_info()));
+    if (gpus == 0 && r > 0) why = ui::tr(Msg::ring_err_rank_no_gpu, r);
+    if (gpus > 0) why = ui::tr(Msg::ring_err_gpus, r, at, gpus, gpus);
+  }
+  if (!net.all(local < mine[1])) throw Agreed(kNoDevice, why);
+  return int(local);
 }
 
 // Rank 0 checks the memory it needs; every rank learns the answer, so all refuse together.
@@ -387,11 +508,12 @@ void agree_fits(const RingOptions& o, RingTransport* net) {
       ok = false, why = e.what();
     }
   if (net) ok = net->all(ok);
-  if (!ok) throw Error(kTooLarge, why);
+  if (!ok) throw Agreed(kTooLarge, why);
 }
 
 void run_with(const RingOptions& o, const Plan& plan, RingTransport* net) {
   agree_fits(o, net);
+  if (on_gpu(plan.where)) return run_ring_gpu(o, plan, net, net ? agree_gpus(*net) : 0);
   o.dtype == DType::fp64 ? run_ring_as<double>(o, plan, net) : run_ring_as<float>(o, plan, net);
 }
 
@@ -405,15 +527,17 @@ void run_ring(const RingOptions& o) {
   if (l.mpirun && l.rank != 0 && l.size > 1) quiet_stderr();
   const Plan plan = plan_for(o, l);  // every rank refuses bad options alike, before MPI starts
   if (plan.where == Where::threads_no_mpi && l.rank != 0) return;  // rank 0 simulates them all
-  if (plan.where != Where::mpi) {
+  if (plan.where != Where::mpi && plan.where != Where::gpu_mpi) {
     ensure_threads(plan.ranks + 1, "--ranks");  // a thread per rank, beside this one
     return run_with(o, plan, nullptr);
   }
   const std::unique_ptr<RingTransport> net = mpi::world();
   try {
     run_with(o, plan, net.get());
+  } catch (const Agreed&) {  // every rank refused together
+    throw;
   } catch (const Error& e) {
-    if (e.code == kCheckFailed || e.code == kTooLarge) throw;  // every rank got this far alike
+    if (e.code == kCheckFailed) throw;  // rank 0 alone judges, after every rank is done
     fmt::print(stderr, "{}", ui::tr(Msg::err_prefix, e.what()));
     mpi::abort(e.code);  // a failure on one rank alone: end them all, none left waiting
   } catch (const std::exception& e) {
@@ -431,11 +555,15 @@ void setup_ring(CLI::App& app) {
   add_count(sub, "--m", o->m, ui::tr(Msg::ring_opt_m), kMaxSize)->default_str("n");
   add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
   add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRanks)
-      ->default_str("4, or mpirun's");
-  add_choice<DType>(
-      sub, "--dtype", o->dtype,
-      {{"fp32", DType::fp32}, {"fp64", DType::fp64}, {"f32", DType::fp32}, {"f64", DType::fp64}},
-      ui::tr(Msg::decode_opt_dtype))
+      ->default_str("4 (cuda: 1), or mpirun's");
+  add_choice<DType>(sub, "--dtype", o->dtype,
+                    {{"fp32", DType::fp32},
+                     {"fp64", DType::fp64},
+                     {"bf16", DType::bf16},
+                     {"fp16", DType::fp16},
+                     {"f32", DType::fp32},
+                     {"f64", DType::fp64}},
+                    ui::tr(Msg::decode_opt_dtype))
       ->default_str("fp32");
   sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
   add_align(sub, o->align, o->causal, o->causal_implied);

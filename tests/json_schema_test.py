@@ -194,18 +194,20 @@ RUNS = [
 ]
 
 
-# Only on a machine with a GPU: flashdemo ladder's objects. Without one, the schemas and fields that
+# Only on a machine with a GPU: flashdemo ladder's objects, the GPU decode's and the GPU ring's. Without one, the schemas and fields that
 # only they print are not required to have been seen (GPU_ONLY).
 GPU_RUNS = [
     ("ladder --b 1 --h 2 --n 256 --d 64 --reps 2 --warmup 1 --json", (0, 1)),
     ("ladder --b 1 --h 1 --n 256 --d 48 --dtype fp16 --causal --reps 2 --warmup 1 --json", (0, 1)),
     ("decode --device cuda --dtype bf16 --m 1000 --d 64 --h 2 --n 3 --causal --reps 2 --json",
      (0,)),
+    ("ring --device cuda --n 40 --m 33 --d 8 --causal --pass bwd --dtype bf16 --json", (0,)),
 ]
 # Keyed by the schema's name: its event, then its selectors ("result subcommand=decode device=cuda").
 GPU_ONLY = {"gemm_ceiling": None, "rung_skipped": None,
             "bench": {"rung", "idea", "of_ceiling", "speedup"},
-            "result subcommand=decode device=cuda": None}
+            "result subcommand=decode device=cuda": None,
+            "result subcommand=ring": {"gpu"}}
 
 
 def run(exe, args):

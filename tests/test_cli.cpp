@@ -1167,10 +1167,11 @@ TEST_CASE("decode --device cuda: refused where it cannot run, in one line; witho
 }
 
 // flashdemo ring: ring attention over P ranks (threads here: ctest does not run under mpirun;
-// the ring_mpi_* tests run it as MPI processes). Options checked, more ranks than rows refused,
-// --device cuda refused in one line; a run prints the blocks, the schedule, the times and the
-// verdicts; --json one ring_rank per rank and pass, one ring_step per step, a result.
-TEST_CASE("ring: options checked, ranks beyond the rows refused, --device cuda refused, JSON") {
+// the ring_mpi_* tests run it as MPI processes). Options checked, more ranks than rows refused;
+// --device cuda: several ranks without mpirun, fp64, and bf16 on the CPU refused in one line
+// (exit 2), and without a GPU one line, exit 5; a run prints the blocks, the schedule, the times
+// and the verdicts; --json one ring_rank per rank and pass, one ring_step per step, a result.
+TEST_CASE("ring: options checked, ranks beyond the rows refused, --device cuda's refusals, JSON") {
   const Run help = run("ring --help");
   REQUIRE(help.code == 0);
   for (const char* option : {"--n", "--m", "--d", "--ranks", "--dtype", "--causal",
@@ -1194,7 +1195,13 @@ TEST_CASE("ring: options checked, ranks beyond the rows refused, --device cuda r
       {"ring --n 50 --m 3 --ranks 4", "4 ranks for n = 50 rows and m = 3 keys", 2},
       {"ring --pass both", "--pass", 2},
       {"ring --layout stripes", "--layout", 2},
-      {"ring --device cuda", "needs several GPUs", 2},
+      {"ring --device cuda --ranks 2", "--ranks 2 in one process would put 2 ranks on one GPU", 2},
+      {"ring --device cuda --ranks 3 --pass bwd --json",
+       "mpirun -np 3 flashdemo ring --device cuda", 2},
+      {"ring --device cuda --dtype fp64", "reads bf16, fp16 or fp32, not --dtype fp64", 2},
+      {"ring --dtype bf16", "--dtype bf16 runs on the GPU only (--device cuda)", 2},
+      {"ring --dtype fp16 --ranks 2", "--dtype fp16 runs on the GPU only", 2},
+      {"ring --device cuda --dtype int8", "--dtype", 2},
       {"ring --device tpu", "--device", 2},
       {"ring --n 16384 --d 256 --dtype fp64 --pass bwd", "memory", 3},
   };
@@ -1206,6 +1213,19 @@ TEST_CASE("ring: options checked, ranks beyond the rows refused, --device cuda r
     CHECK(lines(r.err).size() == 1);
     CHECK(has(r.err, b.names));
   }
+
+  CHECK(has(run("ring --device cuda --ranks 2 --lang zh").err, "共用一块 GPU"));
+  if (!gpu_here())  // below a GPU: the tests of the GPU ring are in test_gpu.cpp
+    for (const char* args :
+         {"ring --device cuda", "ring --device cuda --ranks 1 --dtype bf16",
+          "ring --device cuda --causal --pass bwd --json", "ring --device cuda --lang zh"}) {
+      const Run r = run(args);
+      INFO(args << " | " << r.err);
+      CHECK(r.code == 5);
+      CHECK(r.out.empty());
+      CHECK(lines(r.err).size() == 1);
+      CHECK(has(r.err, "--device cuda"));
+    }
 
   const Run text = run("ring --n 16 --d 8 --ranks 4 --causal --pass bwd");
   INFO(text.out << text.err);
@@ -1235,6 +1255,7 @@ TEST_CASE("ring: options checked, ranks beyond the rows refused, --device cuda r
   const auto res = nlohmann::json::parse(ls.back());
   CHECK(res["subcommand"] == "ring");
   CHECK(res["transport"] == "threads");
+  CHECK(res["device"] == "cpu");
   CHECK(res["layout"] == "zigzag");
   CHECK(res["backward"] == true);
   for (const char* name : {"O", "L", "dQ", "dK", "dV"})

@@ -2,7 +2,8 @@
 // fp64, the rungs above them (simt fp32; tc and mma bf16 and fp16, graded against naive attention
 // in that precision); odd shapes, both alignments, fully masked rows, several heads; each
 // kernel's trace against the CPU path's, event by event; the split-KV decode in bf16, fp16 and
-// fp32. Exits 77 (ctest: skipped) without a GPU.
+// fp32; the GPU ring (one rank, and several ranks sharing this GPU with the blocks passed through
+// the host) in fp32, bf16 and fp16. Exits 77 (ctest: skipped) without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -13,6 +14,7 @@
 #include "check.hpp"
 #include "cuda/cuda_api.hpp"
 #include "cuda/decode_api.hpp"
+#include "cuda/ring_api.hpp"
 #include "cuda/rungs.cuh"
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/random.hpp"
@@ -513,6 +515,102 @@ TEST_CASE("decode: the inputs drawn on the GPU come back as the kernel read them
     test::check_outputs(got, test::Expected<float>(one, Precision::bf16), "decode (drawn)",
                         Precision::bf16);
   }
+}
+
+// The GPU ring (cuda/ring_api.hpp) on P ranks sharing this GPU: threads of this process, the
+// blocks passed through the host (RingLink::host; P = 1 passes none: the one-GPU run of
+// `flashdemo ring --device cuda`). The same schedule, steps and merge as over NCCL, only the link
+// differs. Every array by the rule against the reference, in the run's precision (bf16, fp16:
+// against naive attention storing S, P and the outputs in it); the CPU ring is held to the same
+// rule on the same kinds of shapes (test_ring.cpp).
+void check_gpu_ring(index_t n, index_t m, index_t d, index_t P, const AttnParams& p,
+                    RingLayout layout, RingPass pass, Precision prec) {
+  TorchGenerator gen(29);
+  auto draw = [&](index_t rows) {
+    const std::vector<double> x = gen.randn(rows * d);
+    Mat<float> out(rows, d);
+    for (index_t k = 0; k < out.size(); ++k)
+      out.data()[k] = round_to(prec, float(x[std::size_t(k)]));
+    return out;
+  };
+  const bool bwd = pass == RingPass::bwd;
+  const test::Problem<float> pr{draw(n), draw(m), draw(m), bwd ? draw(n) : Mat<float>(), p};
+  const RingSchedule s = ring_schedule(n, m, d, P, layout, p.mask_for(n, m));
+  const RingInputs<float> in{pr.Q.data(), pr.K.data(), pr.V.data(), bwd ? pr.dO.data() : nullptr};
+  const RingResult<float> r = cuda::ring_in_process(s, p, pass, prec, in);
+  const Precision stored = prec == Precision::fp32 ? Precision::fp64 : prec;
+  auto mat = [d](const std::vector<float>& x, index_t rows) {
+    return Mat<float>(Eigen::Map<const Mat<float>>(x.data(), rows, d));
+  };
+  REQUIRE(r.O.size() == std::size_t(n * d));
+  REQUIRE(r.L.size() == std::size_t(n));
+  test::Outputs<float> got{mat(r.O, n), Eigen::Map<const Vec<float>>(r.L.data(), n), {}, {}, {}};
+  if (bwd) {
+    REQUIRE(r.dQ.size() == std::size_t(n * d));
+    REQUIRE(r.dK.size() == std::size_t(m * d));
+    REQUIRE(r.dV.size() == std::size_t(m * d));
+    got.dQ = mat(r.dQ, n), got.dK = mat(r.dK, m), got.dV = mat(r.dV, m);
+  }
+  test::check_outputs(got, test::Expected<float>(pr, stored), "gpu ring", prec);
+  REQUIRE(r.forward.size() == std::size_t(P));
+  REQUIRE(r.backward.size() == (bwd ? std::size_t(P) : 0));
+  for (const auto* times : {&r.forward, &r.backward})
+    for (const RingTimes& t : *times) {
+      CHECK(t.compute.size() == std::size_t(P));
+      CHECK(t.step.size() == std::size_t(P));
+      CHECK(t.wait.size() == std::size_t(P));
+      CHECK(t.comm.size() == std::size_t(P));
+      for (std::size_t k = 0; k < t.step.size(); ++k) {
+        CHECK(t.compute[k] >= 0);
+        CHECK(t.step[k] >= t.compute[k] * 0.99);  // the step holds its compute (event rounding)
+      }
+    }
+}
+
+TEST_CASE("ring: the GPU ring passes the rule, one rank and 2 to 4 sharing this GPU") {
+  const AttnParams none{};
+  const AttnParams top{true, CausalAlign::top_left, {}};
+  const AttnParams bottom{true, CausalAlign::bottom_right, {}};
+  struct Shape {
+    index_t n, m, d;
+  };
+  // Odd sizes, not multiples of the tiles (64 x 64 up to d = 64, 32 x 32 at d = 128, 16 x 16 at
+  // d = 256), n != m both ways, one row; the last two several tiles in a rank's block.
+  const Shape shapes[] = {{61, 61, 16}, {37, 53, 64},   {53, 30, 128}, {1, 9, 8},
+                          {7, 3, 256},  {300, 261, 64}, {515, 515, 32}};
+  for (Precision prec : {Precision::fp32, Precision::bf16, Precision::fp16})
+    for (index_t P = 1; P <= 4; ++P)
+      for (const Shape& sh : shapes)
+        for (const AttnParams* p : {&none, &top, &bottom})
+          for (RingLayout layout : {RingLayout::contiguous, RingLayout::zigzag}) {
+            if (P > std::min(sh.n, sh.m)) continue;
+            INFO(precision_name(prec)
+                 << " P = " << P << ", n = " << sh.n << ", m = " << sh.m << ", d = " << sh.d
+                 << ", causal " << p->causal
+                 << (p->align == CausalAlign::top_left ? " top-left" : " bottom-right")
+                 << (layout == RingLayout::zigzag ? ", zigzag" : ", contiguous"));
+            check_gpu_ring(sh.n, sh.m, sh.d, P, *p, layout, RingPass::bwd, prec);
+          }
+}
+
+TEST_CASE("ring: the GPU ring's forward alone; a scale; one rank passes nothing") {
+  const AttnParams scaled{true, CausalAlign::top_left, 0.5};
+  for (Precision prec : {Precision::fp32, Precision::bf16})
+    for (index_t P : {1, 3}) {
+      INFO(precision_name(prec) << " P = " << P);
+      check_gpu_ring(200, 170, 64, P, scaled, RingLayout::zigzag, RingPass::fwd, prec);
+    }
+  const RingSchedule s = ring_schedule(40, 40, 8, 1, RingLayout::zigzag, Mask{});
+  const std::vector<float> x(40 * 8, 0.25f);
+  const RingResult<float> r = cuda::ring_in_process(s, AttnParams{}, RingPass::bwd, Precision::fp32,
+                                                    {x.data(), x.data(), x.data(), x.data()});
+  for (const auto* times : {&r.forward, &r.backward}) {
+    REQUIRE(times->size() == 1);
+    CHECK((*times)[0].comm[0] == 0.0);
+  }
+  CHECK_THROWS_AS(cuda::ring_in_process(s, AttnParams{}, RingPass::fwd, Precision::fp64,
+                                        {x.data(), x.data(), x.data(), nullptr}),
+                  cuda::CudaError);
 }
 
 // Not a test (skipped unless asked: -tc="rung speed*" --no-skip): each rung's forward time at

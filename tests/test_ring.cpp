@@ -3,7 +3,7 @@
 // block each rank holds at each step, the pairs skipped under a causal mask, the zigzag's balance,
 // the bytes sent); the fold of two parts is merge_splits's; forward and backward on 1, 2, 3 and 4
 // ranks, P dividing n or not, n != m, causal or not in both alignments, both layouts, against
-// the reference by the 2x rule; a failed rank wakes the others.
+// the reference by the 2x rule; a failed rank wakes the others; the transport's broadcast.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -105,6 +105,10 @@ TEST_CASE("ring: at step s rank r holds the K/V block of rank (r - s) mod P") {
   CHECK(s.bytes_sent(0, 3, RingPass::fwd, 4) == 0);                // the last step sends nothing
   CHECK(s.bytes_sent(0, 0, RingPass::bwd, 4) == 4.0 * 3 * 4 * 4);  // K, V, dK, dV
   CHECK(s.bytes_sent(0, 3, RingPass::bwd, 4) == 2.0 * 3 * 4 * 4);  // dK, dV home
+  // The GPU ring's bf16 keys and values with fp32 dK, dV.
+  CHECK(s.bytes_sent(0, 0, RingPass::fwd, 2, 4) == 2.0 * 3 * 4 * 2);
+  CHECK(s.bytes_sent(0, 0, RingPass::bwd, 2, 4) == 2.0 * 3 * 4 * 2 + 2.0 * 3 * 4 * 4);
+  CHECK(s.bytes_sent(0, 3, RingPass::bwd, 2, 4) == 2.0 * 3 * 4 * 4);
 }
 
 TEST_CASE("ring: contiguous causal blocks idle on the future, the zigzag balances them") {
@@ -181,6 +185,24 @@ TEST_CASE_TEMPLATE("ring: forward and backward match the reference", T, float, d
         }
   check_ring<T>(70, 70, 16, 3, top, RingLayout::zigzag, RingPass::fwd);  // several key tiles
   check_ring<T>(150, 130, 4, 4, none, RingLayout::contiguous, RingPass::bwd);
+}
+
+TEST_CASE("ring: the transport's broadcast gives every rank rank 0's bytes") {
+  const RingResult<float> r = ring_threads<float>(3, [](RingTransport& net) {
+    unsigned char id[128];
+    for (int k = 0; k < 128; ++k) id[k] = (unsigned char)(net.rank() == 0 ? k : 0);
+    net.broadcast(id, sizeof id);
+    bool same = true;
+    for (int k = 0; k < 128; ++k) same = same && id[k] == (unsigned char)k;
+    RingResult<float> out;
+    out.L = {same ? 1.0f : 0.0f};
+    std::vector<float> all(net.rank() == 0 ? 3 : 0);
+    net.gather(out.L.data(), sizeof(float), all.data(),
+               {sizeof(float), sizeof(float), sizeof(float)});
+    out.O = all;
+    return out;
+  });
+  CHECK(r.O == std::vector<float>{1.0f, 1.0f, 1.0f});
 }
 
 TEST_CASE("ring: a rank that fails wakes the one waiting on it") {

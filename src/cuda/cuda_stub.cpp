@@ -1,6 +1,7 @@
 // cuda_stub.cpp — the GPU entry points in a build without CUDA: each says so, clearly.
 #include "cuda/cuda_api.hpp"
 #include "cuda/decode_api.hpp"
+#include "cuda/ring_api.hpp"
 #include "cuda/rungs.cuh"
 
 namespace fd::cuda {
@@ -63,6 +64,28 @@ DecodeRun decode(const DecodeShape&, const AttnParams&, Precision, index_t, cons
 }
 
 CopyBandwidth copy_bandwidth(double, int) {
+  no_cuda();
+}
+
+bool nccl_built() {
+  return false;
+}
+
+int device_count() {
+  return 0;
+}
+
+std::size_t ring_element_bytes(Precision prec) {
+  return prec == Precision::fp32 ? 4 : prec == Precision::fp64 ? 8 : 2;
+}
+
+RingResult<float> ring_rank(RingTransport&, const RingSchedule&, const AttnParams&, RingPass,
+                            Precision, const RingInputs<float>&, RingLink, int) {
+  no_cuda();
+}
+
+RingResult<float> ring_in_process(const RingSchedule&, const AttnParams&, RingPass, Precision,
+                                  const RingInputs<float>&) {
   no_cuda();
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "flashdemo/online_softmax.hpp"
+#include "flashdemo/ring_math.hpp"
 #include "flashdemo/ring_transport.hpp"
 #include "flashdemo/tile_math.hpp"
 
@@ -75,9 +76,15 @@ RingSchedule ring_schedule(index_t n, index_t m, index_t d, index_t ranks, RingL
 }
 
 double RingSchedule::bytes_sent(index_t r, index_t s, RingPass pass, std::size_t bytes) const {
-  const double block = double(keys[std::size_t(at(r, s).block)].size()) * double(d) * double(bytes);
-  if (pass == RingPass::fwd) return s < ranks - 1 ? 2 * block : 0;  // K, V; nothing after the last
-  return s < ranks - 1 ? 4 * block : 2 * block;  // K, V, dK, dV; then dK, dV go home
+  return bytes_sent(r, s, pass, bytes, bytes);
+}
+
+double RingSchedule::bytes_sent(index_t r, index_t s, RingPass pass, std::size_t bytes,
+                                std::size_t grad_bytes) const {
+  const double values = double(keys[std::size_t(at(r, s).block)].size()) * double(d);
+  const double kv = 2 * values * double(bytes), grad = 2 * values * double(grad_bytes);
+  if (pass == RingPass::fwd) return s < ranks - 1 ? kv : 0;  // K, V; nothing after the last
+  return s < ranks - 1 ? kv + grad : grad;                   // K, V, dK, dV; then dK, dV go home
 }
 
 index_t RingSchedule::computed(index_t r) const {
@@ -90,18 +97,6 @@ index_t RingSchedule::skipped(index_t r) const {
   index_t total = 0;
   for (index_t t = 0; t < ranks; ++t) total += at(r, t).skipped;
   return total;
-}
-
-template <class T>
-SplitL<T> fold_part(T* O, T L, const T* O_s, T L_s, index_t d) {
-  const T parts[2] = {L, L_s};
-  const SplitL<T> merged = merge_lse(parts, 2, 1).finalize_split();  // L' = logsumexp(L, L_s)
-  const T w = split_weight(L, merged.L), w_s = split_weight(L_s, merged.L);
-  for (index_t x = 0; x < d; ++x) {  // O' = exp(L - L') O + exp(L_s - L') O_s, as merge_splits
-    const T o = w == T(0) ? T(0) : fmul(w, O[x]);
-    O[x] = w_s == T(0) ? o : fmadd(w_s, O_s[x], o);
-  }
-  return merged;
 }
 
 namespace {
@@ -144,11 +139,7 @@ struct ForwardRows {  // the online softmax of one row over the step's keys, fol
     score_row(Q + i * d, K + kl * d, d, k0, cols, d, scale, mask, q, scores.data());  // S, masked
     update_row(st, scores.data(), V + kl * d, d, cols, d, O_s.data());  // (m, l, O_s) <- tile
   }
-  void row_end(index_t i) {
-    const T L_s = finalize_row(st, O_s.data(), d).L;  // O_s / l, L_s = m + log l
-    const SplitL<T> merged = fold_part(O + i * d, L[i], O_s.data(), L_s, d);
-    L[i] = merged.L, L_lo[i] = merged.lo;
-  }
+  void row_end(index_t i) { fold_row(st, O_s.data(), O + i * d, L[i], L_lo[i], d); }
 };
 
 template <class T>
@@ -168,14 +159,13 @@ struct BackwardRows {  // FlashAttention-2's backward of one row against the ste
     T* dq_row = dQ + i * d;
     score_row(q_row, K + kl * d, d, k0, cols, d, scale, mask, q, p.data());  // S (masked: -inf)
     for (index_t c = 0; c < cols; ++c) {
-      const index_t k = kl + c;
-      const T pc = recompute_p(p[std::size_t(c)], in.L[i], in.L_lo[i]);  // P = exp(S - L)
-      const T dp = dot(do_row, V + k * d, d);                            // dP = dO V^T
-      const T ds = softmax_grad(pc, dp, in.D[i]);                        // dS = P (dP - D)
+      const index_t k = kl + c;  // P = exp(S - L), dS = P (dP - D)
+      const PairGrad<T> g =
+          pair_grad(p[std::size_t(c)], do_row, V + k * d, d, in.L[i], in.L_lo[i], in.D[i]);
       for (index_t x = 0; x < d; ++x) {
-        dV[k * d + x] = fmadd(pc, do_row[x], dV[k * d + x]);  // dV += P^T dO
-        dq_row[x] = fmadd(ds, K[k * d + x], dq_row[x]);       // dQ += dS K   (scale: at the end)
-        dK[k * d + x] = fmadd(ds, q_row[x], dK[k * d + x]);   // dK += dS^T Q (scale: at the end)
+        dV[k * d + x] = fmadd(g.p, do_row[x], dV[k * d + x]);  // dV += P^T dO
+        dq_row[x] = fmadd(g.ds, K[k * d + x], dq_row[x]);      // dQ += dS K   (scale: at the end)
+        dK[k * d + x] = fmadd(g.ds, q_row[x], dK[k * d + x]);  // dK += dS^T Q (scale: at the end)
       }
     }
   }
@@ -199,6 +189,13 @@ void ring_backward_step(const RingSchedule& s, const AttnParams& p, const RingBl
   for_each_tile(s, rows, keys, b);
 }
 
+template <class T>
+std::vector<T> ring_take(const RingBlock& block, const T* X, index_t cols) {
+  std::vector<T> out;
+  for (const Range& r : block.parts) out.insert(out.end(), X + r.begin * cols, X + r.end * cols);
+  return out;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -208,19 +205,11 @@ double ms_since(Clock::time_point t0, Clock::time_point t1) {
 
 constexpr int kChannelKV = 0, kChannelGrad = 1;
 
-// The rows (or keys) of a block, taken out of the full row-major X with `cols` columns.
-template <class T>
-std::vector<T> take(const RingBlock& block, const T* X, index_t cols) {
-  std::vector<T> out;
-  for (const Range& r : block.parts) out.insert(out.end(), X + r.begin * cols, X + r.end * cols);
-  return out;
-}
-
 // K then V of a block: what travels.
 template <class T>
 std::vector<T> take_kv(const RingBlock& keys, const T* K, const T* V, index_t d) {
-  std::vector<T> kv = take(keys, K, d);
-  const std::vector<T> v = take(keys, V, d);
+  std::vector<T> kv = ring_take(keys, K, d);
+  const std::vector<T> v = ring_take(keys, V, d);
   kv.insert(kv.end(), v.begin(), v.end());
   return kv;
 }
@@ -402,47 +391,60 @@ RingOverlap ring_overlap(const RingTimes& t) {
 }
 
 template <class T>
+RingResult<T> ring_gather(RingTransport& net, const RingSchedule& s, RingPass pass,
+                          const RingLocal<T>& mine) {
+  const index_t d = s.d, own_keys = s.keys[std::size_t(net.rank())].size();
+  RingResult<T> out;
+  gather_blocks(net, s.rows, mine.O.data(), d, s.n, out.O);
+  gather_blocks(net, s.rows, mine.L.data(), 1, s.n, out.L);
+  out.forward = gather_times(net, mine.forward, s.ranks);
+  if (pass == RingPass::fwd) return out;
+  gather_blocks(net, s.rows, mine.dQ.data(), d, s.n, out.dQ);
+  gather_blocks(net, s.keys, mine.dKV.data(), d, s.m, out.dK);  // dK: the first half of dKV
+  gather_blocks(net, s.keys, mine.dKV.data() + own_keys * d, d, s.m, out.dV);
+  out.backward = gather_times(net, mine.backward, s.ranks);
+  return out;
+}
+
+template <class T>
 RingResult<T> ring_rank(RingTransport& net, const RingSchedule& s, const AttnParams& p,
                         RingPass pass, const RingInputs<T>& in) {
   if (net.ranks() != s.ranks) throw std::invalid_argument("ring: the schedule is for other ranks");
   const index_t r = net.rank(), d = s.d;
   const RingBlock& rows = s.rows[std::size_t(r)];
   const RingBlock& keys = s.keys[std::size_t(r)];
-  const std::vector<T> Q = take(rows, in.Q, d), kv = take_kv(keys, in.K, in.V, d);
-  RingResult<T> out;
+  const std::vector<T> Q = ring_take(rows, in.Q, d), kv = take_kv(keys, in.K, in.V, d);
+  RingLocal<T> mine;
   LocalForward<T> f = forward_ring(net, s, p, Q, kv);
-  gather_blocks(net, s.rows, f.O.data(), d, s.n, out.O);
-  gather_blocks(net, s.rows, f.L.data(), 1, s.n, out.L);
   f.times.comm = comm_ring<T>(net, s, RingPass::fwd);
-  out.forward = gather_times(net, f.times, s.ranks);
-  if (pass == RingPass::fwd) return out;
-  const std::vector<T> dO = take(rows, in.dO, d);
-  std::vector<T> D(std::size_t(rows.size()));
-  for (index_t i = 0; i < rows.size(); ++i)
-    D[std::size_t(i)] = row_D(dO.data() + i * d, f.O.data() + i * d, d);  // D = rowsum(dO * O)
-  const RingRows<T> local{Q.data(), dO.data(), f.L.data(), f.L_lo.data(), D.data()};
-  LocalBackward<T> b = backward_ring(net, s, p, local, kv);
-  gather_blocks(net, s.rows, b.dQ.data(), d, s.n, out.dQ);
-  gather_blocks(net, s.keys, b.dKV.data(), d, s.m, out.dK);  // dK: the first half of dKV
-  gather_blocks(net, s.keys, b.dKV.data() + keys.size() * d, d, s.m, out.dV);
-  b.times.comm = comm_ring<T>(net, s, RingPass::bwd);
-  out.backward = gather_times(net, b.times, s.ranks);
-  return out;
+  mine.forward = f.times;
+  if (pass == RingPass::bwd) {
+    const std::vector<T> dO = ring_take(rows, in.dO, d);
+    std::vector<T> D(std::size_t(rows.size()));
+    for (index_t i = 0; i < rows.size(); ++i)
+      D[std::size_t(i)] = row_D(dO.data() + i * d, f.O.data() + i * d, d);  // D = rowsum(dO * O)
+    const RingRows<T> local{Q.data(), dO.data(), f.L.data(), f.L_lo.data(), D.data()};
+    LocalBackward<T> b = backward_ring(net, s, p, local, kv);
+    b.times.comm = comm_ring<T>(net, s, RingPass::bwd);
+    mine.dQ = std::move(b.dQ), mine.dKV = std::move(b.dKV), mine.backward = b.times;
+  }
+  mine.O = std::move(f.O), mine.L = std::move(f.L);
+  return ring_gather(net, s, pass, mine);
 }
 
 template <class T>
-RingResult<T> ring_in_process(const RingSchedule& s, const AttnParams& p, RingPass pass,
-                              const RingInputs<T>& in) {
-  InProcessRing ring(s.ranks);
-  std::vector<RingResult<T>> results(std::size_t(s.ranks));
-  std::vector<std::exception_ptr> errors(std::size_t(s.ranks));
+RingResult<T> ring_threads(index_t ranks,
+                           const std::function<RingResult<T>(RingTransport&)>& rank) {
+  InProcessRing ring(ranks);
+  std::vector<RingResult<T>> results(static_cast<std::size_t>(ranks));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;
   try {
-    for (index_t r = 0; r < s.ranks; ++r)
+    for (index_t r = 0; r < ranks; ++r)
       threads.emplace_back([&, r] {
         try {
           InProcessRank net(ring, r);
-          results[std::size_t(r)] = ring_rank(net, s, p, pass, in);
+          results[std::size_t(r)] = rank(net);
         } catch (const RingAborted&) {  // another rank failed first: its error is the one
         } catch (...) {
           errors[std::size_t(r)] = std::current_exception();
@@ -460,8 +462,14 @@ RingResult<T> ring_in_process(const RingSchedule& s, const AttnParams& p, RingPa
   return std::move(results[0]);
 }
 
+template <class T>
+RingResult<T> ring_in_process(const RingSchedule& s, const AttnParams& p, RingPass pass,
+                              const RingInputs<T>& in) {
+  return ring_threads<T>(s.ranks,
+                         [&](RingTransport& net) { return ring_rank(net, s, p, pass, in); });
+}
+
 #define FD_INSTANTIATE(T)                                                                    \
-  template SplitL<T> fold_part(T*, T, const T*, T, index_t);                                 \
   template void ring_forward_step(const RingSchedule&, const AttnParams&, const RingBlock&,  \
                                   const RingBlock&, const T*, const T*, T*, T*, T*);         \
   template void ring_backward_step(const RingSchedule&, const AttnParams&, const RingBlock&, \
@@ -469,7 +477,11 @@ RingResult<T> ring_in_process(const RingSchedule& s, const AttnParams& p, RingPa
   template RingResult<T> ring_rank(RingTransport&, const RingSchedule&, const AttnParams&,   \
                                    RingPass, const RingInputs<T>&);                          \
   template RingResult<T> ring_in_process(const RingSchedule&, const AttnParams&, RingPass,   \
-                                         const RingInputs<T>&);
+                                         const RingInputs<T>&);                              \
+  template std::vector<T> ring_take(const RingBlock&, const T*, index_t);                    \
+  template RingResult<T> ring_gather(RingTransport&, const RingSchedule&, RingPass,          \
+                                     const RingLocal<T>&);                                   \
+  template RingResult<T> ring_threads(index_t, const std::function<RingResult<T>(RingTransport&)>&);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 #undef FD_INSTANTIATE

@@ -34,14 +34,18 @@
 // Bytes each rank sends at step s (T of `bytes` bytes each, d per row):
 //   forward   2 |K_j| d  for s < P - 1 (K and V), 0 at the last step
 //   backward  4 |K_j| d  for s < P - 1 (K, V, dK, dV), 2 |K_{j}| d at s = P - 1 (dK, dV, home)
+// The per-row arithmetic of a step (the fold, P and dS of a pair) is ring_math.hpp's, shared with
+// the GPU ring (src/cuda/ring_api.hpp), which runs the same schedule with one GPU per rank.
 // This file is MPI-free: the communication goes through RingTransport (ring_transport.hpp).
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "flashdemo/online_softmax.hpp"
 #include "flashdemo/params.hpp"
+#include "flashdemo/ring_math.hpp"
 #include "flashdemo/tiling.hpp"
 
 namespace fd {
@@ -83,8 +87,11 @@ struct RingSchedule {
   std::vector<RingStep> steps;        // [r * P + s]
 
   const RingStep& at(index_t r, index_t s) const { return steps[std::size_t(r * ranks + s)]; }
-  // Bytes rank r sends at step s in the given pass, elements of `bytes` bytes.
+  // Bytes rank r sends at step s in the given pass, elements of `bytes` bytes; dK, dV of
+  // `grad_bytes` each where they travel wider than K, V (the GPU ring's bf16 keys, fp32 sums).
   double bytes_sent(index_t r, index_t s, RingPass pass, std::size_t bytes) const;
+  double bytes_sent(index_t r, index_t s, RingPass pass, std::size_t bytes,
+                    std::size_t grad_bytes) const;
   index_t computed(index_t r) const;  // pairs rank r computes over the P steps
   index_t skipped(index_t r) const;
 };
@@ -96,11 +103,6 @@ RingBlock ring_block(index_t count, index_t ranks, RingLayout layout, index_t r)
 // Needs ranks >= 1 (throws std::invalid_argument otherwise).
 RingSchedule ring_schedule(index_t n, index_t m, index_t d, index_t ranks, RingLayout layout,
                            const Mask& mask);
-
-// The running state of a row, folded with one more part: (O, L) <- merge of (O, L) and
-// (O_s, L_s), as above; returns L' with its rounding error (online_softmax.hpp: SplitL).
-template <class T>
-SplitL<T> fold_part(T* O, T L, const T* O_s, T L_s, index_t d);
 
 // Forward, one step: the rank's rows (Q: |rows| x d, local order) against one K/V block (KV:
 // K then V, |keys| x d each), skipping the pairs the mask hides wholly (those the schedule lists
@@ -166,5 +168,28 @@ RingResult<T> ring_rank(RingTransport& net, const RingSchedule& s, const AttnPar
 template <class T>
 RingResult<T> ring_in_process(const RingSchedule& s, const AttnParams& p, RingPass pass,
                               const RingInputs<T>& in);
+
+// What ring_rank is made of, for a ring that computes elsewhere (the GPU ring): the rows (or
+// keys) of a block out of the full row-major X of `cols` columns, in local order;
+template <class T>
+std::vector<T> ring_take(const RingBlock& block, const T* X, index_t cols);
+
+// what one rank computed, in its local order;
+template <class T>
+struct RingLocal {
+  std::vector<T> O, L;          // its rows
+  std::vector<T> dQ, dKV;       // pass bwd: its rows' dQ; its own block's dK then dV
+  RingTimes forward, backward;  // comm included
+};
+
+// and all of it on rank 0: the outputs in global order and every rank's times (elsewhere empty).
+template <class T>
+RingResult<T> ring_gather(RingTransport& net, const RingSchedule& s, RingPass pass,
+                          const RingLocal<T>& mine);
+
+// P ranks as threads of this process over one InProcessRing, rank r running rank(its end of the
+// ring); rank 0's result. A rank that throws wakes the others, and its error is the one thrown.
+template <class T>
+RingResult<T> ring_threads(index_t ranks, const std::function<RingResult<T>(RingTransport&)>& rank);
 
 }  // namespace fd

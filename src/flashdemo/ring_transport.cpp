@@ -66,6 +66,19 @@ void InProcessRank::gather(const void* mine, std::size_t bytes, void* all,
   ring_.wait_all_arrived(lock);  // rank 0 has read them: the parts may be written again
 }
 
+void InProcessRank::broadcast(void* bytes, std::size_t count) {
+  std::unique_lock<std::mutex> lock(ring_.mutex_);
+  auto* b = static_cast<unsigned char*>(bytes);
+  if (rank_ == 0) ring_.gathered_[0].assign(b, b + count);
+  ring_.wait_all_arrived(lock);  // rank 0 has written them
+  if (rank_ != 0) {
+    if (ring_.gathered_[0].size() != count)
+      throw std::logic_error("ring: a broadcast of an unexpected size");
+    std::memcpy(b, ring_.gathered_[0].data(), count);
+  }
+  ring_.wait_all_arrived(lock);  // every rank has read them
+}
+
 bool InProcessRank::all(bool ok) {
   std::unique_lock<std::mutex> lock(ring_.mutex_);
   ring_.round_ok_ = ring_.round_ok_ && ok;

@@ -5,6 +5,7 @@
 //            channel (K/V and dK/dV travel on two); start_shift posts both and returns at once
 //            (MPI_Isend, MPI_Irecv), wait completes them (MPI_Waitall): the compute goes between.
 //   gather:  rank 0 receives every rank's bytes, in rank order (MPI_Gatherv).
+//   broadcast: every rank receives rank 0's bytes (MPI_Bcast; the GPU ring's NCCL id).
 //   all:     the logical and of one flag over the ranks (MPI_Allreduce), so that every rank refuses
 //            together (never one waiting for a rank that gave up).
 // InProcessRing runs P ranks as threads of one process: a send copies the buffer into the
@@ -44,6 +45,8 @@ class RingTransport {
   // Rank 0: all receives the bytes of every rank, bytes_of[r] from rank r, one after another.
   virtual void gather(const void* mine, std::size_t bytes, void* all,
                       const std::vector<std::size_t>& bytes_of) = 0;
+  // bytes[0..count) of rank 0 into bytes[0..count) of every rank.
+  virtual void broadcast(void* bytes, std::size_t count) = 0;
   virtual bool all(bool ok) = 0;
 };
 
@@ -79,6 +82,7 @@ class InProcessRank : public RingTransport {
   void wait(int shift) override;
   void gather(const void* mine, std::size_t bytes, void* all,
               const std::vector<std::size_t>& bytes_of) override;
+  void broadcast(void* bytes, std::size_t count) override;
   bool all(bool ok) override;
 
  private:

@@ -71,6 +71,10 @@ class WorldRing : public RingTransport {
           "MPI_Gatherv");
   }
 
+  void broadcast(void* bytes, std::size_t count) override {
+    check(MPI_Bcast(bytes, as_count(count), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  }
+
   bool all(bool ok) override {
     int mine = ok ? 1 : 0, every = 0;
     check(MPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD), "MPI_Allreduce");

@@ -4,7 +4,8 @@
 // from mpi_stub.cpp, whose mpi_world() says this build has no MPI.
 //   shift   MPI_Isend to (r + 1) mod P and MPI_Irecv from (r - 1) mod P, the channel as the tag;
 //           wait: MPI_Waitall on the two requests
-//   gather  MPI_Gatherv of bytes to rank 0;   all: MPI_Allreduce(MPI_LAND)
+//   gather  MPI_Gatherv of bytes to rank 0;   broadcast: MPI_Bcast from rank 0;
+//   all     MPI_Allreduce(MPI_LAND)
 // MPI is initialized by mpi_world() (MPI_Init_thread, funneled: one thread talks) and finalized
 // when the transport is destroyed; mpi_abort ends every process of the job (MPI_Abort), so that a
 // rank that fails never leaves the others waiting.
