@@ -147,7 +147,7 @@ Plan plan_for(const RingOptions& o, const Launch& l) {
 }
 
 // A refusal every rank reached together (through RingTransport::all): no rank is left waiting, so
-// the job ends normally, each rank with the code, rank 0 printing the line.
+// the job ends normally, rank 0 printing the line and exiting with the code, the others with 0.
 struct Agreed : Error {
   using Error::Error;
 };
@@ -522,10 +522,26 @@ void quiet_stderr() {
   if (std::freopen("/dev/null", "w", stderr) == nullptr) return;  // then it stays as it was
 }
 
+// A refusal every rank of an MPI job reached alike: rank 0 says it and exits with its code; the
+// others leave with 0. Had another rank left first with the code, mpirun would have ended the job,
+// rank 0 included, before rank 0's line was written (it happened under load).
+bool other_rank(const Launch& l) {
+  return l.mpirun && l.rank != 0 && l.size > 1;
+}
+
+Plan agreed_plan(const RingOptions& o, const Launch& l) {
+  try {
+    return plan_for(o, l);  // every rank refuses bad options alike, before MPI starts
+  } catch (const Error&) {
+    if (other_rank(l)) std::exit(0);
+    throw;
+  }
+}
+
 void run_ring(const RingOptions& o) {
   const Launch l = launch();
-  if (l.mpirun && l.rank != 0 && l.size > 1) quiet_stderr();
-  const Plan plan = plan_for(o, l);  // every rank refuses bad options alike, before MPI starts
+  if (other_rank(l)) quiet_stderr();
+  const Plan plan = agreed_plan(o, l);
   if (plan.where == Where::threads_no_mpi && l.rank != 0) return;  // rank 0 simulates them all
   if (plan.where != Where::mpi && plan.where != Where::gpu_mpi) {
     ensure_threads(plan.ranks + 1, "--ranks");  // a thread per rank, beside this one
@@ -534,7 +550,8 @@ void run_ring(const RingOptions& o) {
   const std::unique_ptr<RingTransport> net = mpi::world();
   try {
     run_with(o, plan, net.get());
-  } catch (const Agreed&) {  // every rank refused together
+  } catch (const Agreed&) {  // every rank refused together: rank 0 says it (agreed_plan)
+    if (net->rank() != 0) return;
     throw;
   } catch (const Error& e) {
     if (e.code == kCheckFailed) throw;  // rank 0 alone judges, after every rank is done
