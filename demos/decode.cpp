@@ -42,13 +42,13 @@ constexpr index_t kJsonRows = 64;                    // rows of head 0 in each d
 
 }  // namespace
 
-SplitPlan plan_for(const DecodeOptions& o, index_t workers) {
+SplitPlan plan_for(const DecodeOptions& o, index_t workers, index_t min_tiles) {
   const Tiling t = o.tiling();
   const index_t units = decode_units(o.shape(), o.tiles());
-  if (o.splits == 0) return plan_splits(units, workers, t.Tc());
+  if (o.splits == 0) return plan_splits(units, workers, t.Tc(), min_tiles);
   if (o.splits > t.Tc())
     throw Error(kUsage, ui::tr(Msg::decode_err_splits, o.splits, t.Tc(), o.m, t.Bc));
-  return forced_splits(units, workers, t.Tc(), o.splits);
+  return forced_splits(units, workers, t.Tc(), o.splits, min_tiles);
 }
 
 namespace {
@@ -178,10 +178,11 @@ void print_plan(const SplitPlan& plan, const std::string& units_line) {
     effs += fmt::format("{}{:.0f}%", S > 1 ? " " : "", 100 * plan.efficiency[std::size_t(S - 1)]);
   ui::result(Msg::decode_plan_eff, effs,
              plan.max_splits > shown ? ui::tr(Msg::decode_plan_more) : "");
-  const double eff = 100 * plan.efficiency[std::size_t(plan.splits - 1)];
+  // A forced S may lie beyond Smax, where the table stops.
+  const double eff = 100 * split_efficiency(plan.units, plan.splits, plan.workers);
   if (plan.forced)
     ui::result(Msg::decode_plan_forced, plan.splits, eff,
-               plan_splits(plan.units, plan.workers, plan.key_tiles).splits);
+               plan_splits(plan.units, plan.workers, plan.key_tiles, plan.min_tiles).splits);
   else
     ui::result(Msg::decode_plan_auto, plan.splits, 100 * kSplitEfficiency, 100 * plan.best);
 }
@@ -296,7 +297,7 @@ nlohmann::json result_json(const DecodeOptions& o, const SplitPlan& plan, const 
                       {"max_splits", plan.max_splits},
                       {"splits", plan.splits},
                       {"forced", plan.forced},
-                      {"efficiency", plan.efficiency[std::size_t(plan.splits - 1)]},
+                      {"efficiency", split_efficiency(plan.units, plan.splits, plan.workers)},
                       {"best_efficiency", plan.best},
                       {"L", L},
                       {"reference", p == Precision::fp64 ? "long double" : "fp64"},

@@ -63,7 +63,8 @@ GpuTiming timing_of(const DecodeOptions& o, const cuda::DecodeRun& run) {
 std::string gpu_units_line(const DecodeOptions& o, const SplitPlan& plan,
                            const cuda::DecodeWorkers& w) {
   return ui::tr(Msg::decode_plan_units_gpu, o.heads(), o.tiling().Tr(), plan.units, w.sms,
-                w.blocks_per_sm, plan.workers, kMaxSplits, plan.max_splits);
+                w.blocks_per_sm, plan.workers, plan.min_tiles, kMaxSplits, plan.max_splits,
+                plan.min_tiles);
 }
 
 void print_gpu_timing(const DecodeOptions& o, const SplitPlan& plan, const cuda::DecodeWorkers& w,
@@ -114,7 +115,8 @@ std::vector<HeadArrays<float>> head_arrays(const DecodeOptions& o, const cuda::D
 void run_on_gpu(const DecodeOptions& o) {
   const Precision p = dtype_precision(o.dtype);
   const cuda::DecodeWorkers w = cuda::decode_workers(p, o.d, o.n);
-  const SplitPlan plan = plan_for(o, w.workers());  // a --splits too large: refused here
+  const SplitPlan plan =
+      plan_for(o, w.workers(), kGpuMinSplitTiles);  // a --splits too large: refused here
   ensure_fits(host_bytes(o, plan.splits), ui::tr(Msg::decode_gpu_memory_what));
   cuda::DecodeInputs in;
   in.seed = o.seed;

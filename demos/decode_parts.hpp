@@ -43,7 +43,7 @@ struct DecodeOptions {
 };
 
 // The plan for W workers: the heuristic, or --splits (refused beyond the key tiles).
-SplitPlan plan_for(const DecodeOptions& o, index_t workers);
+SplitPlan plan_for(const DecodeOptions& o, index_t workers, index_t min_tiles = 1);
 
 // The heads checked against the reference: the first and the last.
 std::vector<index_t> checked_heads(const DecodeOptions& o);

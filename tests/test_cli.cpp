@@ -1084,6 +1084,16 @@ TEST_CASE("decode: options checked, --splits beyond the key tiles refused, plan,
   CHECK(has(forced.out, "S = 8: forced by --splits (eff = 100%; the plan would take S = 1)"));
   CHECK(has(forced.out, "7      896-999"));
   CHECK(has(forced.out, "S = 1 is the plan") == false);
+  // A forced S beyond Smax (128) but within the key tiles: its efficiency computed, not read
+  // past the plan's table (which said 0%).
+  const Run many = run("decode --m 65536 --d 8 --splits 200 --threads 2 --reps 1 --json");
+  REQUIRE(many.code == 0);
+  const auto result = nlohmann::json::parse(lines(many.out).back());
+  CHECK(result["splits"] == 200);
+  CHECK(result["max_splits"] == 128);
+  CHECK(result["efficiency"].get<double>() == doctest::Approx(1.0));
+  CHECK(has(run("decode --m 65536 --d 8 --splits 200 --threads 2 --reps 1").out,
+            "S = 200: forced by --splits (eff = 100%; the plan would take S = 2)"));
   const Run cut = run("decode --m 2000 --n 6 --d 8 --splits 16 --threads 1 --reps 1");
   CHECK(cut.code == 0);
   CHECK(has(cut.out, "(the first 8 of 16 splits and 4 of 6 rows shown; --json lists every split)"));

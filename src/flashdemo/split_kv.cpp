@@ -16,12 +16,14 @@ double split_efficiency(index_t units, index_t splits, index_t workers) {
 
 namespace {
 
-SplitPlan plan_with_efficiencies(index_t units, index_t workers, index_t key_tiles) {
+SplitPlan plan_with_efficiencies(index_t units, index_t workers, index_t key_tiles,
+                                 index_t min_tiles) {
   SplitPlan plan;
   plan.units = std::max<index_t>(1, units);
   plan.workers = std::max<index_t>(1, workers);
   plan.key_tiles = std::max<index_t>(1, key_tiles);
-  plan.max_splits = std::min(plan.key_tiles, kMaxSplits);
+  plan.min_tiles = std::max<index_t>(1, min_tiles);
+  plan.max_splits = std::clamp<index_t>(plan.key_tiles / plan.min_tiles, 1, kMaxSplits);
   for (index_t S = 1; S <= plan.max_splits; ++S) {
     plan.efficiency.push_back(split_efficiency(plan.units, S, plan.workers));
     plan.best = std::max(plan.best, plan.efficiency.back());
@@ -31,8 +33,8 @@ SplitPlan plan_with_efficiencies(index_t units, index_t workers, index_t key_til
 
 }  // namespace
 
-SplitPlan plan_splits(index_t units, index_t workers, index_t key_tiles) {
-  SplitPlan plan = plan_with_efficiencies(units, workers, key_tiles);
+SplitPlan plan_splits(index_t units, index_t workers, index_t key_tiles, index_t min_tiles) {
+  SplitPlan plan = plan_with_efficiencies(units, workers, key_tiles, min_tiles);
   for (index_t S = 1; S <= plan.max_splits; ++S)
     if (plan.efficiency[std::size_t(S - 1)] >= kSplitEfficiency * plan.best) {
       plan.splits = S;
@@ -41,10 +43,11 @@ SplitPlan plan_splits(index_t units, index_t workers, index_t key_tiles) {
   return plan;
 }
 
-SplitPlan forced_splits(index_t units, index_t workers, index_t key_tiles, index_t splits) {
+SplitPlan forced_splits(index_t units, index_t workers, index_t key_tiles, index_t splits,
+                        index_t min_tiles) {
   if (splits < 1 || splits > key_tiles)
     throw std::invalid_argument("splits must lie in 1 .. the number of key tiles");
-  SplitPlan plan = plan_with_efficiencies(units, workers, key_tiles);
+  SplitPlan plan = plan_with_efficiencies(units, workers, key_tiles, min_tiles);
   plan.splits = splits;
   plan.forced = true;
   return plan;

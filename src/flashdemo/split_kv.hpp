@@ -16,7 +16,10 @@
 // independent (head, query tile) units, W workers (threads). S splits make U S work items, and the
 // share of the workers the waves of items keep busy is
 //   eff(S) = U S / (ceil(U S / W) W).
-// S ranges over 1 .. Smax, Smax = min(Tc, kMaxSplits) (every split keeps at least one key tile);
+// S ranges over 1 .. Smax, Smax = min(floor(Tc / t), kMaxSplits), at least 1: every split keeps at
+// least t key tiles (t = 1 on the CPU; on the GPU t = kGpuMinSplitTiles, where a block that
+// streams only a few tiles spends its time starting and ending: at m = 65536, h = 8 the H200 took
+// 0.090 ms with 98 splits of 5 tiles and 0.085 with 48 or 64, docs/at-scale.md);
 // the plan takes the smallest S with eff(S) >= 0.85 max_S eff(S): as few splits as keep the
 // workers almost as busy as the best count would (each split costs a partial output and a merge).
 // A forced S (--splits) must lie in 1 .. Tc.
@@ -37,6 +40,7 @@ namespace fd {
 inline constexpr index_t kMaxSplits = 128;        // FlashAttention's cap on the splits
 inline constexpr double kSplitEfficiency = 0.85;  // of the best efficiency, to be good enough
 inline constexpr TileSizes kDecodeTiles{16, 128};
+inline constexpr index_t kGpuMinSplitTiles = 8;  // t on the GPU: key tiles a split keeps at least
 
 // b * h heads of n query rows against m keys, head dimension d.
 struct DecodeShape {
@@ -48,7 +52,8 @@ struct SplitPlan {
   index_t units = 1;               // U: (head, query tile) pieces
   index_t workers = 1;             // W: threads
   index_t key_tiles = 1;           // Tc
-  index_t max_splits = 1;          // Smax = min(Tc, kMaxSplits)
+  index_t min_tiles = 1;           // t: key tiles a split keeps at least (when there are that many)
+  index_t max_splits = 1;          // Smax = min(floor(Tc / t), kMaxSplits), at least 1
   bool forced = false;             // S given, not chosen
   std::vector<double> efficiency;  // eff(S) for S = 1 .. Smax
   double best = 0;                 // max_S eff(S)
@@ -58,11 +63,12 @@ struct SplitPlan {
 double split_efficiency(index_t units, index_t splits, index_t workers);
 
 // The heuristic above.
-SplitPlan plan_splits(index_t units, index_t workers, index_t key_tiles);
+SplitPlan plan_splits(index_t units, index_t workers, index_t key_tiles, index_t min_tiles = 1);
 
 // S as given; the efficiencies are filled in as for the heuristic. Needs 1 <= S <= key_tiles
 // (throws std::invalid_argument otherwise).
-SplitPlan forced_splits(index_t units, index_t workers, index_t key_tiles, index_t splits);
+SplitPlan forced_splits(index_t units, index_t workers, index_t key_tiles, index_t splits,
+                        index_t min_tiles = 1);
 
 // The tiling a run uses: tiles of Br x Bc, none larger than the problem.
 Tiling decode_tiling(const DecodeShape& s, TileSizes tiles = kDecodeTiles);
