@@ -281,7 +281,7 @@ TEST_CASE("the rungs: mma's backward passes the correctness rule: odd shapes, al
         for (bool causal : {false, true})
           for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
             if (!causal && align == CausalAlign::bottom_right) continue;
-            INFO(precision_name(prec)
+            INFO(std::string(precision_name(prec))
                  << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
                  << " causal=" << causal << " align=" << int(align)
                  << " deterministic=" << deterministic);
@@ -487,8 +487,9 @@ TEST_CASE("decode: split-KV on the GPU passes the rule, every split's L_s is its
       for (bool causal : {false, true})
         for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
           if (!causal && align == CausalAlign::bottom_right) continue;
-          INFO(precision_name(prec) << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d="
-                                    << c.d << " causal=" << causal << " align=" << int(align));
+          INFO(std::string(precision_name(prec))
+               << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d=" << c.d
+               << " causal=" << causal << " align=" << int(align));
           check_decode(c, prec, AttnParams{causal, align, {}});
         }
 }
@@ -584,11 +585,12 @@ TEST_CASE("ring: the GPU ring passes the rule, one rank and 2 to 4 sharing this 
         for (const AttnParams* p : {&none, &top, &bottom})
           for (RingLayout layout : {RingLayout::contiguous, RingLayout::zigzag}) {
             if (P > std::min(sh.n, sh.m)) continue;
-            INFO(precision_name(prec)
+            // std::string: doctest prints a const char* as a pointer.
+            INFO(std::string(precision_name(prec))
                  << " P = " << P << ", n = " << sh.n << ", m = " << sh.m << ", d = " << sh.d
                  << ", causal " << p->causal
-                 << (p->align == CausalAlign::top_left ? " top-left" : " bottom-right")
-                 << (layout == RingLayout::zigzag ? ", zigzag" : ", contiguous"));
+                 << std::string(p->align == CausalAlign::top_left ? " top-left" : " bottom-right")
+                 << std::string(layout == RingLayout::zigzag ? ", zigzag" : ", contiguous"));
             check_gpu_ring(sh.n, sh.m, sh.d, P, *p, layout, RingPass::bwd, prec);
           }
 }
@@ -597,7 +599,7 @@ TEST_CASE("ring: the GPU ring's forward alone; a scale; one rank passes nothing"
   const AttnParams scaled{true, CausalAlign::top_left, 0.5};
   for (Precision prec : {Precision::fp32, Precision::bf16})
     for (index_t P : {1, 3}) {
-      INFO(precision_name(prec) << " P = " << P);
+      INFO(std::string(precision_name(prec)) << " P = " << P);
       check_gpu_ring(200, 170, 64, P, scaled, RingLayout::zigzag, RingPass::fwd, prec);
     }
   const RingSchedule s = ring_schedule(40, 40, 8, 1, RingLayout::zigzag, Mask{});

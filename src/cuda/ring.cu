@@ -464,14 +464,17 @@ class GpuRank {
     return times_of(c_begin, c_end, mark);
   }
 
-  // D = rowsum(dO * O), O as stored (O_out), Br rows a block.
+  // D = rowsum(dO * O), Br rows a block, from the forward's O in fp32 (O_), not O as stored in E
+  // (O_out): E's rounding of O would enter D, and dS = P (dP - D) cancels it against dP, which
+  // has no such error (in fp16, n = 7, m = 3, d = 256, dK went past the rule by 1.25x that way;
+  // with O in fp32 an emulation on the CPU passes).
   void launch_d() {
     const unsigned threads = unsigned(tiles_.Br);
     const std::size_t bytes = floats(2 * tiles_.Br * padded(d_));
     allow_smem(ring_d_kernel<E>, bytes);
     if (nr_)
-      ring_d_kernel<E><<<blocks_for(nr_, threads), threads, bytes, c_.s>>>(O_out_.ptr, dO_.ptr,
-                                                                           D_.ptr, nr_, d_);
+      ring_d_kernel<E>
+          <<<blocks_for(nr_, threads), threads, bytes, c_.s>>>(O_.ptr, dO_.ptr, D_.ptr, nr_, d_);
     check(cudaGetLastError(), "the ring's D kernel");
   }
 

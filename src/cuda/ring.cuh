@@ -209,9 +209,10 @@ __global__ void ring_dq_kernel(RingStepArgs<E> a) {
   for (index_t x = 0; active && x < d; ++x) a.dQ[i * d + x] = sdQ[r * ld + x];
 }
 
-// D_q = rowsum(dO_q * O_q) (tile_math.hpp: row_D), one thread per row, blockDim.x rows a block.
+// D_q = rowsum(dO_q * O_q) (tile_math.hpp: row_D), one thread per row, blockDim.x rows a block;
+// O in fp32, as the forward left it before storing it in E.
 template <class E>
-__global__ void ring_d_kernel(const E* O, const E* dO, float* D, index_t rows, index_t d) {
+__global__ void ring_d_kernel(const float* O, const E* dO, float* D, index_t rows, index_t d) {
   const index_t ld = padded(d), r0 = index_t(blockIdx.x) * blockDim.x;
   const index_t here = fmin2(index_t(blockDim.x), rows - r0), t = threadIdx.x;
   extern __shared__ float4 ring_smem[];
