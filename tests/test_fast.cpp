@@ -159,3 +159,25 @@ TEST_CASE(
   CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::bwd, 1, 4, 0),
              fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::bwd, 1, 4, MiB)));
 }
+
+// tiles_for lets the forward's Br follow the threads: its outputs must not depend on Br (each row
+// is computed alone, its products summed in k order whatever block of rows it falls in).
+TEST_CASE("fast forward: the same bits for every Br (and Bc fixed)") {
+  const index_t n = 301, m = 277, d = 40;
+  TorchGenerator gen(4);
+  const auto Q = draw<float>(gen, n * d), K = draw<float>(gen, m * d), V = draw<float>(gen, m * d);
+  for (const AttnParams& p : {AttnParams{}, AttnParams{true, CausalAlign::top_left, {}},
+                              AttnParams{true, CausalAlign::bottom_right, {}}}) {
+    auto run = [&](index_t Br) {
+      std::vector<float> O(Q.size()), L(static_cast<std::size_t>(n)), L_lo(L.size());
+      fast::forward(fast::Shape{1, 1, n, m, d}, p, fast::Options{2, {Br, 64}}, Q.data(), K.data(),
+                    V.data(), O.data(), L.data(), L_lo.data());
+      return std::vector<std::vector<float>>{O, L, L_lo};
+    };
+    const auto a = run(128);
+    for (index_t Br : {1, 5, 6, 32, 64, 301}) {
+      INFO("Br=" << Br << " causal=" << p.causal);
+      CHECK(a == run(Br));
+    }
+  }
+}
