@@ -131,12 +131,15 @@ CLI::Option* add_pass(CLI::App* app, bench::Pass& value, const std::string& help
 }
 
 CLI::Option* add_dtype(CLI::App* app, DType& value, bool low) {
+  return add_dtype(app, value, low, ui::tr(low ? ui::Msg::opt_dtype_low : ui::Msg::opt_dtype))
+      ->default_str("fp64");
+}
+
+CLI::Option* add_dtype(CLI::App* app, DType& value, bool low, const std::string& help) {
   std::vector<std::pair<std::string, DType>> names{
       {"fp64", DType::fp64}, {"fp32", DType::fp32}, {"f64", DType::fp64}, {"f32", DType::fp32}};
   if (low) names.insert(names.end(), {{"bf16", DType::bf16}, {"fp16", DType::fp16}});
-  return add_choice<DType>(app, "--dtype", value, names,
-                           ui::tr(low ? ui::Msg::opt_dtype_low : ui::Msg::opt_dtype))
-      ->default_str("fp64");
+  return add_choice<DType>(app, "--dtype", value, names, help);
 }
 
 CLI::Option* add_align(CLI::App* app, CausalAlign& value, bool& causal, bool& implied) {

@@ -67,6 +67,8 @@ CLI::Option* add_finite(CLI::App* app, const std::string& name, std::optional<do
                         const std::string& help);
 // --dtype fp64|fp32 (f64, f32 accepted); with `low`, bf16 and fp16 too.
 CLI::Option* add_dtype(CLI::App* app, DType& value, bool low = false);
+// The same with its own help text and no default shown.
+CLI::Option* add_dtype(CLI::App* app, DType& value, bool low, const std::string& help);
 
 // --pass fwd|bwd (default fwd), for bench, ladder and ring.
 CLI::Option* add_pass(CLI::App* app, bench::Pass& value, const std::string& help);

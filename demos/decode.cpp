@@ -456,15 +456,7 @@ void setup_decode(CLI::App& app) {
   add_count(sub, "--splits", o->splits, ui::tr(Msg::decode_opt_splits), big)->default_str("auto");
   add_count(sub, "--threads", o->threads, ui::tr(Msg::decode_opt_threads), 1024)
       ->default_str("all");
-  add_choice<DType>(sub, "--dtype", o->dtype,
-                    {{"fp32", DType::fp32},
-                     {"fp64", DType::fp64},
-                     {"bf16", DType::bf16},
-                     {"fp16", DType::fp16},
-                     {"f32", DType::fp32},
-                     {"f64", DType::fp64}},
-                    ui::tr(Msg::decode_opt_dtype))
-      ->default_str("fp32");
+  add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");
   sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
   add_choice<CausalAlign>(
       sub, "--causal-align", o->align,

@@ -573,15 +573,7 @@ void setup_ring(CLI::App& app) {
   add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
   add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRanks)
       ->default_str("4 (cuda: 1), or mpirun's");
-  add_choice<DType>(sub, "--dtype", o->dtype,
-                    {{"fp32", DType::fp32},
-                     {"fp64", DType::fp64},
-                     {"bf16", DType::bf16},
-                     {"fp16", DType::fp16},
-                     {"f32", DType::fp32},
-                     {"f64", DType::fp64}},
-                    ui::tr(Msg::decode_opt_dtype))
-      ->default_str("fp32");
+  add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");
   sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
   add_align(sub, o->align, o->causal, o->causal_implied);
   add_choice<Layout>(
