@@ -307,21 +307,31 @@ std::string reference_name(const AttentionOptions& o) {
 }
 
 nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
-                            const std::vector<std::pair<const char*, RuleVerdict>>& verdicts) {
+                            const RunVerdict& verdict) {
   nlohmann::json event = {{"event", "result"},
                           {"subcommand", subcommand},
                           {"reference", o.working() == Precision::fp64 ? "long double" : "fp64"}};
-  bool all_pass = true;
-  for (const auto& [name, v] : verdicts) {
-    const std::string x(name);
-    event["err_" + x] = ui::number(v.err);
-    event["naive_" + x] = ui::number(v.naive);
-    event["bound_" + x] = ui::number(v.bound);
-    event["verdict_" + x] = ui::outcome_id(v.outcome);
-    all_pass = all_pass && v.pass();
+  for (const ArrayVerdict& a : verdict.arrays()) {
+    event["err_" + a.name] = ui::number(a.rule.err);
+    event["naive_" + a.name] = ui::number(a.rule.naive);
+    event["bound_" + a.name] = ui::number(a.rule.bound);
+    event["verdict_" + a.name] = a.used ? ui::outcome_id(a.rule.outcome) : "not used";
   }
-  event["pass"] = all_pass;
+  event["pass"] = verdict.pass();
   return event;
+}
+
+void refuse_nonfinite_at(const char* name, double value, index_t k, index_t cols, Precision p) {
+  const std::string where =
+      cols > 1 ? fmt::format("({}, {})", k / cols, k % cols) : fmt::format("[{}]", k);
+  throw Error(kCheckFailed,
+              tr(Msg::err_nonfinite_output, name, fmt::format("{}", value), where,
+                 precision_name(p), fmt::format("{:.5g}", largest_finite(p)),
+                 ui::overflow_hint(p)));
+}
+
+void conclude(const AttentionOptions& o, const RunVerdict& verdict) {
+  if (o.mistake == Mistake::none) conclude_run(verdict, o.working());
 }
 
 void print_reference_title(const AttentionOptions& o) {
@@ -333,6 +343,20 @@ void print_error_line(const std::string& label, const AttentionOptions& o, const
   const std::size_t pad = label_width > label.size() ? 2 * (label_width - label.size()) : 0;
   const std::string expr = fmt::format("|{} - {}_ref|", label, label) + std::string(pad, ' ');
   ui::result(Msg::error_line, expr, ui::sci(v.err), ui::verdict_text(o.working(), v));
+}
+
+void print_error_lines(const AttentionOptions& o, const RunVerdict& v) {
+  std::size_t width = 0;
+  for (const ArrayVerdict& a : v.arrays()) width = std::max(width, a.name.size());
+  for (const ArrayVerdict& a : v.arrays()) {
+    if (a.used) {
+      print_error_line(a.name, o, a.rule, width);
+      continue;
+    }
+    const std::size_t pad = 2 * (width - a.name.size());
+    const std::string expr = fmt::format("|{} - {}_ref|", a.name, a.name) + std::string(pad, ' ');
+    ui::result(Msg::error_line, expr, ui::sci(a.rule.err), tr(Msg::verdict_not_used));
+  }
 }
 
 void print_mistake(Mistake mistake) {

@@ -12,6 +12,7 @@
 #include "cuda/cuda_api.hpp"
 #include "flashdemo/attention.hpp"
 #include "flashdemo/compare.hpp"
+#include "flashdemo/verdict.hpp"
 #include "flashdemo/impl.hpp"
 #include "flashdemo/tiling.hpp"
 #include "flashdemo/variant.hpp"
@@ -133,8 +134,24 @@ void print_reference_title(const AttentionOptions& o);
 // The "result" event of forward and backward: for each array X its error err_X, the naive
 // error naive_X, the bound bound_X and the verdict verdict_X ("pass", "fail", "no verdict"),
 // the reference's type ("long double" for an fp64 run, else "fp64"), and "pass": all of them pass.
+// An array the run does not use (D under --break no-d) has "verdict_X": "not used".
 nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
-                            const std::vector<std::pair<const char*, RuleVerdict>>& verdicts);
+                            const RunVerdict& verdict);
+
+// Refuses (exit 1, before any file is written) an output that is not finite where its reference
+// is: a value the run made inf or NaN from finite inputs is never saved or shown beside a pass.
+[[noreturn]] void refuse_nonfinite_at(const char* name, double value, index_t k, index_t cols,
+                                      Precision p);
+template <class X, class R>
+void refuse_nonfinite(const char* name, const X& x, const R& ref, Precision p) {
+  const index_t k = first_nonfinite(x, ref);
+  if (k >= 0) refuse_nonfinite_at(name, double(x.derived().data()[k]), k, x.cols(), p);
+}
+
+// The verdict of the tool's own run: exit 1 in one line (after the table is shown, before any file
+// is written) when it is not a pass, unless --break made a mistake on purpose (its failure is the
+// lesson: exit 0).
+void conclude(const AttentionOptions& o, const RunVerdict& verdict);
 
 // After the verdict of a --break run: FAIL is the expected outcome (or why it passed).
 void print_mistake_verdict(Mistake mistake, bool passed);
@@ -145,6 +162,8 @@ void print_mistake_verdict(Mistake mistake, bool passed);
 // label_width: the widest label of the block, so that "|D - D_ref|" lines up with "|dQ - dQ_ref|".
 void print_error_line(const std::string& label, const AttentionOptions& o, const RuleVerdict& v,
                       std::size_t label_width = 0);
+// Every array of a verdict, lined up; an array the run does not use says so.
+void print_error_lines(const AttentionOptions& o, const RunVerdict& v);
 
 // What a --break mistake does and why it drifts (or, at these scores, does not).
 void print_mistake(Mistake mistake);

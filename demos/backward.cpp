@@ -12,6 +12,7 @@
 #include "flashdemo/flash_backward.hpp"
 #include "flashdemo/gradcheck.hpp"
 #include "flashdemo/reference.hpp"
+#include "flashdemo/verdict.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
@@ -43,53 +44,20 @@ void print_storage(const AttentionOptions& o, std::size_t bytes) {
   ui::say(Msg::backward_stored_standard, format_bytes(standard));
 }
 
-// The reference backward in W, wider than the path: each path differentiates the same loss, so
-// with dO = 2 O each uses its own O. S and dP are checked against the accumulator's range.
-template <class W>
-struct ReferenceGradients {
-  BackwardResult<W> g;
-  Magnitudes<W> R;  // of the terms each gradient sums (the rule's floor)
-};
-
-template <class W, class T>
-ReferenceGradients<W> reference_gradients(const Inputs<T>& in, const AttentionOptions& o,
-                                          const Upstream& up) {
-  const Mat<W> Q = in.Q.template cast<W>(), K = in.K.template cast<W>(),
-               V = in.V.template cast<W>();
-  const auto f = reference_forward(Q, K, V, o.params());
-  require_fits(f.S, "S = scale Q K^T", o.accumulator(), "");
-  const Mat<W> dO = up.dO<W>(f.O);
-  require_fits(dO, "dO = 2 O", o.working(), "");
-  const auto r = reference_backward<W>(Q, K, V, dO, o.params());
-  require_fits(r.dP, "dP = dO V^T", o.accumulator(), "");
-  const char* names[] = {"dQ", "dK", "dV"};
-  const Mat<W>* grads[] = {&r.dQ, &r.dK, &r.dV};
-  for (int k = 0; k < 3; ++k) require_fits(*grads[k], names[k], o.working(), "");
-  return {{r.dQ, r.dK, r.dV, r.D}, reference_magnitudes<W>(Q, K, V, dO, f, o.params())};
-}
-
-// The naive backward in T: standard attention's, S and P materialized, in the run's precision.
+// The judge of the run: the reference and naive backward, with S, dO, dP and the gradients
+// checked against the range of the precision they are computed in (refused, never inf).
 template <class T>
-BackwardResult<T> naive_gradients(const Inputs<T>& in, const AttentionOptions& o,
-                                  const Upstream& up) {
-  const auto O = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision).O;
-  Mat<T> dO = up.dO<T>(O);
-  dO = dO.unaryExpr([&](T v) { return round_to(o.precision, v); });
-  const auto r = reference_backward<T>(in.Q, in.K, in.V, dO, o.params(), o.precision);
-  return {r.dQ, r.dK, r.dV, r.D};
-}
-
-// The rule on dQ, dK, dV and D.
-struct BackwardVerdicts {
-  RuleVerdict dQ, dK, dV, D;
-};
-
-template <class T, class W>
-BackwardVerdicts judge_backward(const BackwardResult<T>& g, const ReferenceGradients<W>& ref,
-                                const BackwardResult<T>& naive, Precision p) {
-  const BackwardResult<W>& r = ref.g;
-  return {judge(p, g.dQ, r.dQ, naive.dQ, ref.R.dQ), judge(p, g.dK, r.dK, naive.dK, ref.R.dK),
-          judge(p, g.dV, r.dV, naive.dV, ref.R.dV), judge(p, g.D, r.D, naive.D, ref.R.D)};
+BackwardJudge<T> judge_for(const Inputs<T>& in, const AttentionOptions& o, const Upstream& up) {
+  const Mat<T> dO_given = up.given() ? Mat<T>(up.files.dO.cast<T>()) : Mat<T>();
+  const BackwardJudge<T> j = backward_judge<T>(in.Q, in.K, in.V, up.given() ? &dO_given : nullptr,
+                                               o.params(), o.precision);
+  require_fits(j.forward.ref.S, "S = scale Q K^T", o.accumulator(), "");
+  require_fits(j.dO, "dO = 2 O", o.working(), "");
+  require_fits(j.ref.dP, "dP = dO V^T", o.accumulator(), "");
+  require_fits(j.ref.dQ, "dQ", o.working(), "");
+  require_fits(j.ref.dK, "dK", o.working(), "");
+  require_fits(j.ref.dV, "dV", o.working(), "");
+  return j;
 }
 
 template <class T>
@@ -113,22 +81,18 @@ void print_finite_differences(const Inputs<T>& in, const BackwardResult<T>& g,
   }
 }
 
-void print_results(const BackwardVerdicts& v, const AttentionOptions& o) {
+void print_results(const RunVerdict& v, const AttentionOptions& o) {
   ui::section(ui::tr(Msg::backward_against, reference_name(o)));
-  print_error_line("dQ", o, v.dQ);
-  print_error_line("dK", o, v.dK);
-  print_error_line("dV", o, v.dV);
-  print_error_line("D", o, v.D, 2);
+  print_error_lines(o, v);
   ui::say(Msg::backward_d_note);
 }
 
-template <class T, class W>
-void print_drift(const BackwardResult<T>& g, const BackwardResult<W>& ref,
-                 const AttentionOptions& o) {
+template <class T, class R>
+void print_drift(const BackwardResult<T>& g, const R& ref, const AttentionOptions& o) {
   print_mistake(o.mistake);
   const char* names[] = {"dQ", "dK", "dV"};
   const Mat<T>* mine[] = {&g.dQ, &g.dK, &g.dV};
-  const Mat<W>* refs[] = {&ref.dQ, &ref.dK, &ref.dV};
+  decltype(&ref.dQ) refs[] = {&ref.dQ, &ref.dK, &ref.dV};
   ui::result_raw("\n");
   for (int k = 0; k < 3; ++k)
     ui::result(Msg::backward_broken, names[k], names[k],
@@ -142,14 +106,13 @@ void print_drift(const BackwardResult<T>& g, const BackwardResult<W>& ref,
 
 template <class T>
 void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
-  using W = wider_t<T>;
-  ensure_reference_fits(o, 9, sizeof(W));
+  ensure_reference_fits(o, 9, sizeof(wider_t<T>));
   const Inputs<T> in = inputs_for<T>(o, files);
   const Upstream up{files};
   if (up.given()) require_fits(files.dO, "dO", o.working(), o.files.dO);
   ui::Progress progress("flashdemo backward");
   progress.phase(ui::tr(Msg::progress_reference));
-  const ReferenceGradients<W> ref = reference_gradients<W>(in, o, up);
+  const BackwardJudge<T> judge = judge_for(in, o, up);
   Recording rec(o.trace_files, ui::tr(Msg::backward_title));
   rec.emit(problem_event(o, "backward", cuda::Pass::bwd));
   if (o.parts.heading) ui::heading(ui::tr(Msg::backward_title), ui::tr(Msg::backward_source));
@@ -178,14 +141,23 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) rec.add_text(&progress);
   const BackwardResult<T> g = backward_on_device(o, in, fwd, dO, rec.sink());
   progress.phase(ui::tr(Msg::progress_naive));
-  const BackwardVerdicts v = judge_backward(g, ref, naive_gradients(in, o, up), o.working());
-  if (o.mistake != Mistake::none) print_drift(g, ref.g, o);
+  const char* names[] = {"dQ", "dK", "dV"};
+  const Mat<T>* mine[] = {&g.dQ, &g.dK, &g.dV};
+  const Mat<wider_t<T>>* refs[] = {&judge.ref.dQ, &judge.ref.dK, &judge.ref.dV};
+  const std::string* saves[] = {&o.files.save_dq, &o.files.save_dk, &o.files.save_dv};
+  for (int k = 0; k < 3; ++k)
+    if (o.mistake == Mistake::none || !saves[k]->empty())
+      refuse_nonfinite(names[k], *mine[k], *refs[k], o.accumulator());
+  RunVerdict v =
+      judge_backward(judge, view(g.dQ), view(g.dK), view(g.dV), view(g.D), o.working());
+  v.set_used("D", o.mistake != Mistake::no_d);  // no-d drops D: shown, not judged
+  if (o.mistake != Mistake::none) print_drift(g, judge.ref, o);
   if (o.parts.results) print_results(v, o);
-  if (o.parts.results && o.mistake != Mistake::none)
-    print_mistake_verdict(o.mistake, v.dQ.pass() && v.dK.pass() && v.dV.pass());
+  if (o.parts.results && o.mistake != Mistake::none) print_mistake_verdict(o.mistake, v.pass());
   progress.phase(ui::tr(Msg::progress_check));
   if (o.parts.extra) print_finite_differences(in, g, o, up);
-  rec.emit(result_event(o, "backward", {{"dQ", v.dQ}, {"dK", v.dK}, {"dV", v.dV}, {"D", v.D}}));
+  rec.emit(result_event(o, "backward", v));
+  conclude(o, v);
   rec.finish(files.files);
   stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_do, dO);

@@ -182,6 +182,17 @@ template void require_fits(const double*, index_t, index_t, const std::string&, 
 template void require_fits(const long double*, index_t, index_t, const std::string&, Precision,
                            const std::string&);
 
+void conclude_run(const RunVerdict& verdict, Precision p) {
+  switch (verdict.outcome()) {
+    case Outcome::pass:
+      return;
+    case Outcome::fail:
+      throw Error(kCheckFailed, ui::tr(ui::Msg::run_failed, verdict.failing()));
+    case Outcome::no_verdict:
+      throw Error(kCheckFailed, ui::tr(ui::Msg::run_no_verdict, verdict.failing(), precision_name(p)));
+  }
+}
+
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> items{""};
   for (char c : text) c == ',' ? items.push_back("") : items.back().push_back(c);

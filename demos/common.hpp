@@ -12,6 +12,8 @@
 #include "flashdemo/precision.hpp"
 #include "ui/i18n.hpp"
 
+#include "flashdemo/verdict.hpp"
+
 namespace fd::demos {
 
 // Exit codes (listed in the README).
@@ -21,7 +23,7 @@ enum ExitCode : int {
   kTooLarge = 3,       // the run would not fit in memory
   kFile = 4,           // an input file is missing or malformed, or an output cannot be written
   kNoDevice = 5,       // --device cuda without CUDA in the build or without a GPU
-  kCheckFailed = 1,    // `check`: at least one array failed its grade
+  kCheckFailed = 1,    // a run failed the rule (or has no verdict): check's grades, the tool's own
   kInternal = 70,      // a bug in flashdemo (please report it)
   kInterrupted = 130,  // the walkthrough was left with Ctrl-C (128 + SIGINT, as a shell says)
 };
@@ -31,6 +33,10 @@ struct Error : std::runtime_error {
   Error(int code_, const std::string& what) : std::runtime_error(what), code(code_) {}
   int code;
 };
+
+// Exit 1 in one line when a judged run is not a pass: "dQ, dK failed the rule ...", or "no verdict
+// on O: ..." (the table above it says by how much, or how to grade it).
+void conclude_run(const RunVerdict& verdict, Precision p);
 
 // Ctrl-C at the walkthrough's pause: not an error, no message; the run ends with kInterrupted.
 struct Interrupted {};

@@ -138,7 +138,7 @@ void run_on_gpu(const DecodeOptions& o) {
     print_verdicts(o, checked, p);
     print_gpu_timing(o, plan, w, t);
   }
-  if (!checked.O.pass() || !checked.L.pass()) throw Error(kCheckFailed, ui::tr(Msg::decode_failed));
+  conclude_run(checked, p);
 }
 
 }  // namespace

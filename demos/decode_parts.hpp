@@ -13,6 +13,7 @@
 #include "common.hpp"
 #include "cuda/decode_api.hpp"
 #include "flashdemo/compare.hpp"
+#include "flashdemo/verdict.hpp"
 #include "flashdemo/impl.hpp"
 #include "flashdemo/split_kv.hpp"
 
@@ -48,9 +49,7 @@ SplitPlan plan_for(const DecodeOptions& o, index_t workers, index_t min_tiles = 
 // The heads checked against the reference: the first and the last.
 std::vector<index_t> checked_heads(const DecodeOptions& o);
 
-struct Checked {
-  RuleVerdict O, L;
-};
+using Checked = RunVerdict;  // O and L, folded over the checked heads (verdict.hpp)
 
 // One checked head's inputs (n x d, m x d, m x d, row-major) and outputs (n x d, n).
 template <class T>

@@ -10,6 +10,7 @@
 #include "flashdemo/compare.hpp"
 #include "flashdemo/flash_forward.hpp"
 #include "flashdemo/reference.hpp"
+#include "flashdemo/verdict.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
@@ -22,22 +23,9 @@ namespace {
 
 using ui::Msg;
 
-// The rule on O and L: against the wider reference, with the naive run in T as the yardstick.
-struct ForwardVerdicts {
-  RuleVerdict O, L;
-};
-
-template <class T, class W>
-ForwardVerdicts judge_forward(const ForwardResult<T>& out, const ReferenceForward<W>& ref,
-                              const ReferenceForward<T>& naive, const Magnitudes<W>& R,
-                              Precision p) {
-  return {judge(p, out.O, ref.O, naive.O, R.O), judge(p, out.L, ref.L, naive.L, R.L)};
-}
-
-void print_errors(const ForwardVerdicts& v, const AttentionOptions& o) {
+void print_errors(const RunVerdict& v, const AttentionOptions& o) {
   print_reference_title(o);
-  print_error_line("O", o, v.O);
-  print_error_line("L", o, v.L);
+  print_error_lines(o, v);
 }
 
 // The broken run beside the correct one: how far the mistake drifts, and where.
@@ -89,16 +77,13 @@ void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out, const Referen
 
 template <class T>
 void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
-  using W = wider_t<T>;
-  ensure_reference_fits(o, 3, sizeof(W));
+  ensure_reference_fits(o, 3, sizeof(wider_t<T>));
   const Inputs<T> in = inputs_for<T>(o, files);
   ui::Progress progress("flashdemo forward");
   progress.phase(ui::tr(Msg::progress_reference));
-  const auto ref = reference_forward<W>(in.Q.template cast<W>(), in.K.template cast<W>(),
-                                        in.V.template cast<W>(), o.params());
-  require_fits(ref.S, "S = scale Q K^T", o.accumulator(), "");
-  progress.phase(ui::tr(Msg::progress_naive));
-  const auto low = reference_forward<T>(in.Q, in.K, in.V, o.params(), o.precision);
+  const ForwardJudge<T> judge = forward_judge<T>(in.Q, in.K, in.V, o.params(), o.precision);
+  require_fits(judge.ref.S, "S = scale Q K^T", o.accumulator(), "");
+  const auto& ref = judge.ref;
   Recording rec(o.trace_files, ui::tr(Msg::forward_title));
   rec.emit(problem_event(o, "forward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::forward_title), ui::tr(Msg::forward_source));
@@ -116,15 +101,18 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   progress.phase(ui::tr(Msg::progress_flash), o.tiling().Tr() * o.tiling().Tc());
   if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) rec.add_text(&progress);
   const ForwardResult<T> out = forward_on_device(o, in, rec.sink());
-  const Magnitudes<W> R = reference_magnitudes<W>(in.Q.template cast<W>(), in.K.template cast<W>(),
-                                                  in.V.template cast<W>(), {}, ref, o.params());
-  const ForwardVerdicts verdicts = judge_forward(out, ref, low, R, o.working());
+  if (o.mistake == Mistake::none || !o.files.save_o.empty())
+    refuse_nonfinite("O", out.O, ref.O, o.accumulator());
+  if (o.mistake == Mistake::none || !o.files.save_lse.empty())
+    refuse_nonfinite("L", out.L, ref.L, o.accumulator());
+  const RunVerdict verdict = judge_forward(judge, view(out.O), view(out.L), o.working());
   if (o.mistake != Mistake::none) print_drift(in, out, ref, o);
-  if (o.parts.results) print_errors(verdicts, o);
+  if (o.parts.results) print_errors(verdict, o);
   if (o.parts.results && o.mistake != Mistake::none)
-    print_mistake_verdict(o.mistake, verdicts.O.pass() && verdicts.L.pass());
+    print_mistake_verdict(o.mistake, verdict.pass());
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
-  rec.emit(result_event(o, "forward", {{"O", verdicts.O}, {"L", verdicts.L}}));
+  rec.emit(result_event(o, "forward", verdict));
+  conclude(o, verdict);
   rec.finish(files.files);
   stage_inputs(files.files, o.files, in);
   stage_npy(files.files, o.files.save_o, out.O);

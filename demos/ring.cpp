@@ -29,6 +29,7 @@
 #include "flashdemo/benchmark.hpp"
 #include "flashdemo/compare.hpp"
 #include "flashdemo/reference.hpp"
+#include "flashdemo/verdict.hpp"
 #include "flashdemo/ring.hpp"
 #include "mpi/mpi_ring.hpp"
 #include "ui/format.hpp"
@@ -160,42 +161,27 @@ double bytes_needed(const RingOptions& o, double t_bytes, double w_bytes) {
   return arrays + reference;
 }
 
-struct Checked {
-  std::vector<std::pair<std::string, RuleVerdict>> arrays;  // O, L (dQ, dK, dV)
-  bool pass() const {
-    return std::all_of(arrays.begin(), arrays.end(), [](const auto& a) { return a.second.pass(); });
-  }
-};
+using Checked = RunVerdict;  // O, L (dQ, dK, dV): verdict.hpp
 
 // p: the precision the run computed in (T's own, or bf16/fp16 stored in float on the GPU): the
 // naive run that sets the bound stores S and P in it.
 template <class T>
 Checked check(const RingOptions& o, const bench::Arrays<T>& a, const RingResult<T>& r,
               Precision p) {
-  using W = wider_t<T>;
   const index_t n = o.n, m = o.keys(), d = o.d;
-  auto mat = [](const std::vector<T>& x, index_t rows, index_t cols) {
-    return Mat<T>(Eigen::Map<const Mat<T>>(x.data(), rows, cols));
-  };
-  const Mat<T> Q = mat(a.Q, n, d), K = mat(a.K, m, d), V = mat(a.V, m, d), dO = mat(a.dO, n, d);
-  const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>(),
-               dOw = dO.template cast<W>();
-  const bool bwd = o.pass == bench::Pass::bwd;
+  const Mat<T> Q = MatView<T>(a.Q.data(), n, d), K = MatView<T>(a.K.data(), m, d),
+               V = MatView<T>(a.V.data(), m, d), dO = MatView<T>(a.dO.data(), n, d);
   const Precision stored = p == Precision::bf16 || p == Precision::fp16 ? p : Precision::fp64;
-  const ReferenceForward<W> ref = reference_forward<W>(Qw, Kw, Vw, o.params());
-  require_fits(ref.S, "S = scale Q K^T", p, "");
-  const ReferenceForward<T> naive = reference_forward<T>(Q, K, V, o.params(), stored);
-  const Magnitudes<W> R =
-      reference_magnitudes<W>(Qw, Kw, Vw, bwd ? dOw : Mat<W>(), ref, o.params());
-  Checked c;
-  c.arrays.push_back({"O", judge(p, mat(r.O, n, d), ref.O, naive.O, R.O)});
-  c.arrays.push_back({"L", judge(p, Eigen::Map<const Vec<T>>(r.L.data(), n), ref.L, naive.L, R.L)});
-  if (!bwd) return c;
-  const ReferenceBackward<W> rb = reference_backward<W>(Qw, Kw, Vw, dOw, o.params());
-  const ReferenceBackward<T> nb = reference_backward<T>(Q, K, V, dO, o.params(), stored);
-  c.arrays.push_back({"dQ", judge(p, mat(r.dQ, n, d), rb.dQ, nb.dQ, R.dQ)});
-  c.arrays.push_back({"dK", judge(p, mat(r.dK, m, d), rb.dK, nb.dK, R.dK)});
-  c.arrays.push_back({"dV", judge(p, mat(r.dV, m, d), rb.dV, nb.dV, R.dV)});
+  if (o.pass != bench::Pass::bwd) {
+    const ForwardJudge<T> j = forward_judge<T>(Q, K, V, o.params(), stored);
+    require_fits(j.ref.S, "S = scale Q K^T", p, "");
+    return judge_forward(j, MatView<T>(r.O.data(), n, d), VecView<T>(r.L.data(), n), p);
+  }
+  const BackwardJudge<T> j = backward_judge<T>(Q, K, V, &dO, o.params(), stored);
+  require_fits(j.forward.ref.S, "S = scale Q K^T", p, "");
+  Checked c = judge_forward(j.forward, MatView<T>(r.O.data(), n, d), VecView<T>(r.L.data(), n), p);
+  c.fold(judge_backward(j, MatView<T>(r.dQ.data(), n, d), MatView<T>(r.dK.data(), m, d),
+                        MatView<T>(r.dV.data(), m, d), VecView<T>(nullptr, 0), p));
   return c;
 }
 
@@ -334,7 +320,7 @@ void print_times(RingPass pass, const std::vector<RingTimes>& times) {
 void print_verdicts(const Checked& c, Precision p) {
   ui::result_section(
       ui::tr(Msg::against_reference, p == Precision::fp64 ? ui::tr(Msg::reference_wide) : "fp64"));
-  for (const auto& [name, v] : c.arrays)
+  for (const auto& [name, v, used] : c.arrays())
     ui::result(Msg::error_line, fmt::format("|{0} - {0}_ref|", name), ui::sci(v.err),
                ui::verdict_text(p, v));
 }
@@ -405,7 +391,7 @@ void emit_json(const RingOptions& o, const Plan& plan, const RingResult<T>& r, c
                       {"backward", o.pass == bench::Pass::bwd},
                       {"reference", p == Precision::fp64 ? "long double" : "fp64"}};
   if (on_gpu(plan.where)) j["gpu"] = cuda::gpu_info().name;
-  for (const auto& [name, v] : c.arrays) {
+  for (const auto& [name, v, used] : c.arrays()) {
     j["err_" + name] = ui::number(v.err);
     j["naive_" + name] = ui::number(v.naive);
     j["bound_" + name] = ui::number(v.bound);
@@ -432,7 +418,7 @@ void report(const RingOptions& o, const Plan& plan, const bench::Arrays<T>& a,
     if (!r.backward.empty()) print_times(RingPass::bwd, r.backward);
     print_verdicts(checked, p);
   }
-  if (!checked.pass()) throw Error(kCheckFailed, ui::tr(Msg::ring_failed));
+  conclude_run(checked, p);
 }
 
 // Every rank: the inputs (drawn alike from the seed), its part of the ring, the gather; rank 0

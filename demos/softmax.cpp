@@ -57,9 +57,9 @@ std::vector<T> input_values(const SoftmaxOptions& o) {
   }
   const T scale = T(o.scale.value_or(5.0));
   for (double v : TorchGenerator(o.seed).randn(o.n)) x.push_back(T(v) * scale);
-  std::vector<double> wide;  // the same products in double, to see one overflow T
+  std::vector<long double> wide;  // the same products wider than T, to see one overflow T
   for (double v : TorchGenerator(o.seed).randn(o.n))
-    wide.push_back(double(T(v)) * o.scale.value_or(5.0));
+    wide.push_back((long double)T(v) * (long double)o.scale.value_or(5.0));
   require_fits(wide.data(), index_t(wide.size()), 1, "x = randn * --scale", precision_of<T>(), "");
   return x;
 }

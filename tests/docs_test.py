@@ -9,6 +9,8 @@ Every code block of a document is one of:
     build's flashdemo first on PATH, stdout and stderr together) and its output must equal the
     lines under it. A line `...` stands for any number of lines, `<...>` inside a line for any text;
     a command ending in `# excerpt` shows some of its lines: they must appear in that order;
+    a number may differ from the one written by its rounding (a unit of its last digit, one part
+    in 1e9, or 1e-17 absolute): what legitimately varies between machines is compared by value;
   - a block preceded by `<!-- not run: REASON -->` (a diagram drawn by hand, a measurement
     taken on another machine, with its command beside it in the prose);
   - a ```sh block of README.md: each of its `flashdemo ...` lines (a trailing backslash continues
@@ -40,9 +42,38 @@ def segments(block):
     return out
 
 
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def last_digit_unit(token):
+    """The value of one unit in the last digit written: 0.01 for "2.34", 1e-17 for "2.3e-16"."""
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def numbers_close(expected, got):
+    """Two printings of one value that may legitimately differ in its rounding: within a unit of
+    the last digit written, one part in 1e9, or 1e-17 (an fp64 error one rounding away)."""
+    if expected == got:
+        return True
+    try:
+        e, g = float(expected), float(got)
+    except ValueError:
+        return False
+    return abs(e - g) <= 1.001 * max(last_digit_unit(expected), 1e-9 * abs(e), 1e-17)
+
+
+def same_but_rounding(expected, got):
+    """The lines are the same text, and their numbers the same values within their rounding."""
+    e_nums, g_nums = NUMBER.findall(expected), NUMBER.findall(got)
+    return (len(e_nums) == len(g_nums) and NUMBER.sub("#", expected) == NUMBER.sub("#", got)
+            and all(numbers_close(a, b) for a, b in zip(e_nums, g_nums)))
+
+
 def line_matches(expected, got):
     if "<...>" not in expected:
-        return expected == got
+        return expected == got or same_but_rounding(expected, got)
     parts = [re.escape(p) for p in expected.split("<...>")]
     return re.fullmatch(".*".join(parts), got) is not None
 

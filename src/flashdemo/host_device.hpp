@@ -3,7 +3,8 @@
 //   FD_HOST_DEVICE      = __host__ __device__ inline under nvcc, inline elsewhere
 //   ceil_div(a, b)      = ceil(a / b) for a >= 0, b > 0      (number of tiles covering a)
 //   fexp, flog          = exp / log chosen by precision, callable on host and device (and for
-//                         long double, the fp64 reference's type, on the host)
+//                         long double, the fp64 reference's type, on the host); on the host the
+//                         portable ones (portable_math.hpp), the same bits on every machine
 //   neg_inf<T>()        = -infinity, the value of a masked score (never a finite sentinel)
 //   fmadd(a, b, c)      = a * b + c, fused wherever the machine can (one rounding)
 //   fmul(a, b)          = a * b, rounded, never fused into what follows
@@ -11,6 +12,8 @@
 
 #include <cmath>
 #include <cstdint>
+
+#include "flashdemo/portable_math.hpp"
 
 #if defined(__CUDACC__)
 #define FD_HOST_DEVICE __host__ __device__ inline
@@ -37,48 +40,52 @@ FD_HOST_DEVICE bool is_neg_inf(T x) {
   return x == neg_inf<T>();
 }
 
+#if defined(__CUDA_ARCH__)
+#define FD_PORTABLE_OR(device_call, host_call) device_call
+#else
+#define FD_PORTABLE_OR(device_call, host_call) host_call
+#endif
 FD_HOST_DEVICE float fexp(float x) {
-  return ::expf(x);
+  return FD_PORTABLE_OR(::expf(x), portable::exp(x));
 }
 FD_HOST_DEVICE double fexp(double x) {
-  return ::exp(x);
+  return FD_PORTABLE_OR(::exp(x), portable::exp(x));
 }
 FD_HOST_DEVICE float flog(float x) {
-  return ::logf(x);
+  return FD_PORTABLE_OR(::logf(x), portable::log(x));
 }
 FD_HOST_DEVICE double flog(double x) {
-  return ::log(x);
+  return FD_PORTABLE_OR(::log(x), portable::log(x));
 }
+#undef FD_PORTABLE_OR
 #if !defined(__CUDACC__)
 // long double: the wider reference that fp64 paths are judged against (host only).
 inline long double fexp(long double x) {
-  return std::exp(x);
+  return portable::exp(x);
 }
 inline long double flog(long double x) {
-  return std::log(x);
+  return portable::log(x);
 }
 #endif
 
-// a * b + c, rounded once where the machine has a fused multiply-add (every GPU; x86-64 with FMA),
-// twice where it has none (and in long double: x87 has none). Written out so that no compiler
-// decides loop by loop which of the two it emits: every dot product of every path, and the
-// reference's products, then round the same way, on every machine of a kind.
+// a * b + c rounded once, on every machine: the FMA instruction where the build targets one (every
+// GPU; x86-64-v3 and up), else the C library's fma (the instruction where the CPU has it, an exact
+// emulation where not). In long double twice (x87 has no fused multiply-add). Written out so that
+// no compiler decides loop by loop which of the two it emits (the library is built with
+// -ffp-contract=off): every dot product of every path, and the reference's products, round the
+// same way on every machine.
 FD_HOST_DEVICE float fmadd(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
   return fmaf(a, b, c);
-#elif defined(__FMA__)
-  return __builtin_fmaf(a, b, c);
 #else
-  return a * b + c;
+  return __builtin_fmaf(a, b, c);
 #endif
 }
 FD_HOST_DEVICE double fmadd(double a, double b, double c) {
 #if defined(__CUDA_ARCH__)
   return fma(a, b, c);
-#elif defined(__FMA__)
-  return __builtin_fma(a, b, c);
 #else
-  return a * b + c;
+  return __builtin_fma(a, b, c);
 #endif
 }
 #if !defined(__CUDACC__)

@@ -1,6 +1,8 @@
 // random.cpp — PyTorch's CPU normal sampler, reproduced (see random.hpp).
 #include "flashdemo/random.hpp"
 
+#include "flashdemo/portable_math.hpp"
+
 #include <cmath>
 
 namespace fd {
@@ -21,10 +23,10 @@ double TorchGenerator::normal_serial() {
     return v;
   }
   const double u1 = uniform(), u2 = uniform();
-  const double r = std::sqrt(-2.0 * std::log1p(-u2));
-  const double theta = 2.0 * kPi * u1;
-  next_normal_ = r * std::sin(theta);
-  return r * std::cos(theta);
+  const double r = std::sqrt(-2.0 * portable::log(1.0 - u2));  // log1p(-u2): 1 - u2 is exact
+  const portable::SinCos t = portable::sincos(2.0 * kPi * u1);
+  next_normal_ = r * t.sin;
+  return r * t.cos;
 }
 
 std::vector<double> TorchGenerator::normal_fill(index_t count) {
@@ -32,10 +34,10 @@ std::vector<double> TorchGenerator::normal_fill(index_t count) {
   for (double& v : x) v = uniform();
   auto fill16 = [](double* g) {
     for (int j = 0; j < 8; ++j) {
-      const double radius = std::sqrt(-2.0 * std::log(1.0 - g[j]));
-      const double theta = 2.0 * kPi * g[j + 8];
-      g[j] = radius * std::cos(theta);
-      g[j + 8] = radius * std::sin(theta);
+      const double radius = std::sqrt(-2.0 * portable::log(1.0 - g[j]));
+      const portable::SinCos t = portable::sincos(2.0 * kPi * g[j + 8]);
+      g[j] = radius * t.cos;
+      g[j + 8] = radius * t.sin;
     }
   };
   for (index_t i = 0; i + 16 <= count; i += 16) fill16(x.data() + i);

@@ -54,8 +54,8 @@ T logsumexp_direct(const std::vector<T>& x) {
 template <class T>
 NaiveSoftmax<T> softmax_naive(const std::vector<T>& x) {
   NaiveSoftmax<T> r;
-  r.overflow_above = std::log(std::numeric_limits<T>::max());
-  r.underflow_below = std::log(std::numeric_limits<T>::denorm_min());
+  r.overflow_above = flog(std::numeric_limits<T>::max());
+  r.underflow_below = flog(std::numeric_limits<T>::denorm_min());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const T e = fexp(x[i]);
     if (std::isinf(e) && r.culprit < 0) r.culprit = index_t(i);

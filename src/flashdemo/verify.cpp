@@ -46,7 +46,7 @@ std::vector<A> p_row(const HeadArrays<T>& h, const AttnParams& params, index_t q
   A sum = 0;
   for (A& v : s) sum += (v = shifted_exp(v, mx));
   for (A& v : s) v = round_to(stored, sum > 0 ? v / sum : A(0));
-  *L = sum > 0 ? mx + std::log(sum) : neg_inf<A>();
+  *L = sum > 0 ? mx + flog(sum) : neg_inf<A>();
   *m = mx;
   return s;
 }
