@@ -223,7 +223,8 @@ TEST_CASE_TEMPLATE("ring: folds that go wrong still fail the rule at large score
     test::Expected<T> e(pr);
     e.merged(m, merges_ring(P));
     const double Lambda = double(e.R.L.maxCoeff());
-    const double off = 256 * (2 + merges_ring(P)) * accumulator_unit(precision_of<T>()) * Lambda;
+    const double off =
+        256 * double(2 + merges_ring(P)) * accumulator_unit(precision_of<T>()) * Lambda;
     for (int how : {0, 1, 2}) {  // 0: right, 1: the last part left out, 2: a weight off
       Mat<T> O = Mat<T>::Zero(n, d);
       Vec<T> L(n);
