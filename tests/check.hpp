@@ -92,6 +92,9 @@ struct Expected {
                                p.V.template cast<W>(), p.dO.template cast<W>(), p.params);
     nb = reference_backward<T>(p.Q, p.K, p.V, p.dO, p.params, stored);
   }
+  // The magnitudes of a run that merges normalized parts of each row through their logsumexps
+  // in `merges` rounded steps (split-KV, the ring: merged_magnitudes).
+  void merged(index_t keys, index_t merges) { R = merged_magnitudes(R, keys, merges); }
   // Drops the n x m matrices (S, P, dP, dS) once only the outputs are compared.
   void compact() {
     for (auto* X : {&rf.S, &rf.P, &rb.dP, &rb.dS}) X->resize(0, 0);

@@ -3,6 +3,7 @@
 // fully masked rows; D = rowsum(P * dP); skipped tiles never computed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <initializer_list>
 
 #include "check.hpp"
@@ -44,6 +45,43 @@ void check_against_reference(const Shape& s, const AttnParams& p) {
   const test::Expected<T> e(pr);
   test::check_outputs<T>({fwd.O, fwd.L, g.dQ, g.dK, g.dV}, e, "teaching");
   test::check_rule<T>(g.D, e.rb.D, e.nb.D, e.R.D, "D (rowsum(dO * O) against rowsum(P * dP))");
+}
+
+// Q drawn at 150 times N(0, 1) (scores of a few hundred: rows of P nearly one-hot), K, V, dO
+// N(0, 1), all rounded to p; 40 x 16, the default scale 1/4, tiles of 16.
+struct LowCase {
+  Mat<float> Q, K, V, dO;
+};
+
+LowCase low_case(Precision p, std::uint32_t seed, float q_scale = 150) {
+  TorchGenerator gen(seed);
+  auto in_p = [p](const Mat<float>& X) {
+    return Mat<float>(X.unaryExpr([p](float v) { return round_to(p, v); }));
+  };
+  const Mat<float> Q = in_p(gen.randn_matrix<float>(40, 16) * q_scale);
+  const Mat<float> K = in_p(gen.randn_matrix<float>(40, 16)),
+                   V = in_p(gen.randn_matrix<float>(40, 16));
+  return {Q, K, V, in_p(gen.randn_matrix<float>(40, 16))};
+}
+
+// The rule on dQ, dK, dV of a backward in p against the fp64 reference and the naive backward in
+// p; returns the largest error / bound of the three.
+double worst_ratio(Precision p, const LowCase& c, const BackwardResult<float>& g,
+                   const AttnParams& params = {}) {
+  const Mat<double> Q = c.Q.cast<double>(), K = c.K.cast<double>(), V = c.V.cast<double>(),
+                    dO = c.dO.cast<double>();
+  const auto rf = reference_forward<double>(Q, K, V, params);
+  const auto rb = reference_backward<double>(Q, K, V, dO, params);
+  const auto R = reference_magnitudes<double>(Q, K, V, dO, rf, params);
+  const auto nb = reference_backward<float>(c.Q, c.K, c.V, c.dO, params, p);
+  const RuleVerdict v[] = {judge(p, g.dQ, rb.dQ, nb.dQ, R.dQ), judge(p, g.dK, rb.dK, nb.dK, R.dK),
+                           judge(p, g.dV, rb.dV, nb.dV, R.dV)};
+  double worst = 0;
+  for (const RuleVerdict& x : v) {
+    REQUIRE(x.outcome != Outcome::no_verdict);
+    worst = std::max(worst, x.err / x.bound);
+  }
+  return worst;
 }
 
 class Counter : public TraceSink {
@@ -116,5 +154,94 @@ TEST_CASE("the backward skips exactly the tiles the forward skips") {
       CHECK(counter.tiles == count_tiles(t, p.mask_for(s.n, s.m)).computed());
       CHECK(counter.key_tiles == t.Tc());
     }
+  }
+}
+
+TEST_CASE("bf16, fp16: D from the forward's unrounded O passes where O as stored failed") {
+  // Draws where the backward with D = rowsum(dO * O), O as stored in p, went past the rule (by the
+  // factor noted): a row of P nearly one-hot (second P 2e-4 to 2e-3) has dP - D of about that
+  // size, and O's rounding to p (2^-9 |O| in bf16) put more than that into D. The naive backward's
+  // D = rowsum(P * dP) shares dP's rounding and cancels it. With D from O_acc (O before it was
+  // rounded) the same draws sit at the naive error (ratio about 0.5).
+  const TileSizes tiles{16, 16};
+  const struct {
+    Precision p;
+    std::uint32_t seed;
+    double old_ratio;
+  } draws[] = {{Precision::bf16, 418, 3.81},
+               {Precision::bf16, 563, 2.54},
+               {Precision::fp16, 583, 3.19},
+               {Precision::fp16, 553, 2.17}};
+  for (const auto& w : draws) {
+    INFO(precision_name(w.p) << " seed " << w.seed);
+    const LowCase c = low_case(w.p, w.seed);
+    const Variant var{w.p, Mistake::none};
+    const auto fwd = flash_forward<float>(c.Q, c.K, c.V, {}, tiles, nullptr, var);
+    REQUIRE(fwd.O_acc.rows() == 40);  // kept: O is rounded to p
+    const auto g = flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, {}, tiles, nullptr, var);
+    const double now = worst_ratio(w.p, c, g);
+    ForwardResult<float> stored = fwd;  // the backward as it was: D from O as stored in p
+    stored.O_acc.resize(0, 0);
+    const auto g_stored =
+        flash_backward<float>(c.Q, c.K, c.V, stored, c.dO, {}, tiles, nullptr, var);
+    const double before = worst_ratio(w.p, c, g_stored);
+    INFO("error / bound: " << now << " (D from O as stored: " << before << ")");
+    CHECK(now <= 1);
+    CHECK(before == doctest::Approx(w.old_ratio).epsilon(0.01));
+  }
+}
+
+TEST_CASE("bf16, fp16: Q at 80, 150 and 300 times N(0, 1), 40 draws each, pass the rule") {
+  const TileSizes tiles{16, 16};
+  for (Precision p : {Precision::bf16, Precision::fp16})
+    for (float q_scale : {80.0f, 150.0f, 300.0f})
+      for (std::uint32_t seed = 0; seed < 40; ++seed) {
+        const LowCase c = low_case(p, seed, q_scale);
+        const Variant var{p, Mistake::none};
+        const auto fwd = flash_forward<float>(c.Q, c.K, c.V, {}, tiles, nullptr, var);
+        const auto g = flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, {}, tiles, nullptr, var);
+        INFO(precision_name(p) << " x" << q_scale << " seed " << seed);
+        CHECK(worst_ratio(p, c, g) <= 1);
+      }
+}
+
+TEST_CASE("bf16, fp16 at large scores: a wrong backward still fails the rule") {
+  // The draws above with D forgotten (no-d) or D off by 1% (O_acc scaled); and a causal 40 x 56
+  // problem (bottom-right) with the mask aligned top-left (wrong-align: differs when n != m).
+  const TileSizes tiles{16, 16};
+  for (Precision p : {Precision::bf16, Precision::fp16})
+    for (std::uint32_t seed : {418u, 583u, 7u}) {
+      INFO(precision_name(p) << " seed " << seed);
+      const LowCase c = low_case(p, seed);
+      const auto fwd = flash_forward<float>(c.Q, c.K, c.V, {}, tiles, nullptr, {p, Mistake::none});
+      const auto no_d =
+          flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, {}, tiles, nullptr, {p, Mistake::no_d});
+      CHECK(worst_ratio(p, c, no_d) > 1);
+      ForwardResult<float> off = fwd;  // O (and so D) off by 1%
+      off.O_acc *= 1.01f;
+      const auto g_off =
+          flash_backward<float>(c.Q, c.K, c.V, off, c.dO, {}, tiles, nullptr, {p, Mistake::none});
+      CHECK(worst_ratio(p, c, g_off) > 1);
+    }
+  const AttnParams bottom{true, CausalAlign::bottom_right, {}};
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    TorchGenerator gen(3);
+    auto in_p = [p](const Mat<float>& X) {
+      return Mat<float>(X.unaryExpr([p](float v) { return round_to(p, v); }));
+    };
+    LowCase c{in_p(gen.randn_matrix<float>(40, 16) * 150.0f),
+              in_p(gen.randn_matrix<float>(56, 16)),
+              in_p(gen.randn_matrix<float>(56, 16)),
+              {}};
+    c.dO = in_p(gen.randn_matrix<float>(40, 16));
+    const auto fwd =
+        flash_forward<float>(c.Q, c.K, c.V, bottom, tiles, nullptr, {p, Mistake::none});
+    const auto right =
+        flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, bottom, tiles, nullptr, {p, Mistake::none});
+    const auto wrong = flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, bottom, tiles, nullptr,
+                                             {p, Mistake::wrong_align});
+    INFO(precision_name(p) << " causal bottom-right, 40 x 56");
+    CHECK(worst_ratio(p, c, right, bottom) <= 1);
+    CHECK(worst_ratio(p, c, wrong, bottom) > 1);
   }
 }

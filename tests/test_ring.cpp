@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "flashdemo/random.hpp"
 #include "flashdemo/ring.hpp"
 #include "flashdemo/ring_transport.hpp"
+#include "flashdemo/split_kv.hpp"
 
 using namespace fd;
 
@@ -59,6 +61,7 @@ void check_ring(index_t n, index_t m, index_t d, index_t P, const AttnParams& p,
                          pass == RingPass::bwd ? pr.dO.data() : nullptr};
   const RingResult<T> r = ring_in_process(s, p, pass, in);
   test::Expected<T> e(pr);
+  e.merged(m, merges_ring(P));  // P parts folded one at a time
   test::Outputs<T> got{as_mat(r.O, n, d), Eigen::Map<const Vec<T>>(r.L.data(), n), {}, {}, {}};
   if (pass == RingPass::bwd)
     got.dQ = as_mat(r.dQ, n, d), got.dK = as_mat(r.dK, m, d), got.dV = as_mat(r.dV, m, d);
@@ -185,6 +188,72 @@ TEST_CASE_TEMPLATE("ring: forward and backward match the reference", T, float, d
         }
   check_ring<T>(70, 70, 16, 3, top, RingLayout::zigzag, RingPass::fwd);  // several key tiles
   check_ring<T>(150, 130, 4, 4, none, RingLayout::contiguous, RingPass::bwd);
+}
+
+TEST_CASE_TEMPLATE("ring: large scores (scale 3 to 100) pass the rule, forward and backward", T,
+                   float, double) {
+  // |L| grows with the scale; the P - 1 folds through L cost each weight about u |L| apiece
+  // (merged_magnitudes), which the naive yardstick never pays.
+  const AttnParams base{};
+  const AttnParams causal{true, CausalAlign::top_left, {}};
+  for (double scale : {3.0, 5.0, 10.0, 30.0, 100.0})
+    for (index_t P : {2, 3, 4, 8})
+      for (const AttnParams* p : {&base, &causal}) {
+        AttnParams scaled = *p;
+        scaled.scale = scale;
+        INFO("scale " << scale << ", P = " << P << ", causal " << p->causal);
+        check_ring<T>(40, 40, 8, P, scaled, RingLayout::zigzag, RingPass::bwd);
+        check_ring<T>(37, 45, 8, P, scaled, RingLayout::contiguous, RingPass::bwd);
+      }
+}
+
+TEST_CASE_TEMPLATE("ring: folds that go wrong still fail the rule at large scores", T, float,
+                   double) {
+  // The ring's fold (fold_part) over P parts of the keys, emulated from split-KV partials (the
+  // parts' (O_s, L_s)): folded right it passes with merges_ring(P); a part left out, or the heavier
+  // weight of a fold off by 256 times what rounding may cost it, fails.
+  const index_t n = 8, m = 256, d = 16, P = 4;
+  for (double scale : {3.0, 10.0, 30.0, 100.0}) {
+    TorchGenerator gen(9);
+    const AttnParams params{false, CausalAlign::top_left, scale};
+    test::Problem<T> pr{draw<T>(gen, n, d), draw<T>(gen, m, d), draw<T>(gen, m, d), {}, params};
+    SplitKvResult<T> parts;
+    split_kv_forward(DecodeShape{1, n, m, d}, params, P, 1, pr.Q.data(), pr.K.data(), pr.V.data(),
+                     parts, TileSizes{4, 16});
+    test::Expected<T> e(pr);
+    e.merged(m, merges_ring(P));
+    const double Lambda = double(e.R.L.maxCoeff());
+    const double off =
+        256 * double(2 + merges_ring(P)) * accumulator_unit(precision_of<T>()) * Lambda;
+    for (int how : {0, 1, 2}) {  // 0: right, 1: the last part left out, 2: a weight off
+      Mat<T> O = Mat<T>::Zero(n, d);
+      Vec<T> L(n);
+      for (index_t q = 0; q < n; ++q) {
+        T Lq = neg_inf<T>();
+        for (index_t s = 0; s < P - (how == 1 ? 1 : 0); ++s) {
+          const T* O_s = parts.O_part.data() + (s * n + q) * d;
+          const T L_s = parts.L_part[std::size_t(s * n + q)];
+          if (how == 2 && s == P - 1) {  // the last fold, its heavier weight off by (1 + off)
+            const SplitL<T> merged =
+                merge_lse(std::array<T, 2>{Lq, L_s}.data(), 2, 1).finalize_split();
+            const T w = split_weight(Lq, merged.L), w_s = split_weight(L_s, merged.L);
+            const bool mine = w >= w_s;
+            for (index_t x = 0; x < d; ++x)
+              O(q, x) = T(double(w) * (mine ? 1 + off : 1)) * O(q, x) +
+                        T(double(w_s) * (mine ? 1 : 1 + off)) * O_s[x];
+            Lq = merged.L;
+            continue;
+          }
+          Lq = fold_part(O.row(q).data(), Lq, O_s, L_s, d).L;
+        }
+        L(q) = Lq;
+      }
+      const RuleVerdict v = judge(precision_of<T>(), O, e.rf.O, e.nf.O, e.R.O);
+      INFO("scale " << scale << ", fold " << how << ": O error " << v.err << " bound " << v.bound);
+      CHECK(v.pass() == (how == 0));
+      if (how == 0) CHECK(judge(precision_of<T>(), L, e.rf.L, e.nf.L, e.R.L).pass());
+    }
+  }
 }
 
 TEST_CASE("ring: the transport's broadcast gives every rank rank 0's bytes") {

@@ -4,6 +4,7 @@
 // rows and heads, m not a multiple of Bc; the same bits on any number of threads; the plan.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -55,23 +56,44 @@ Mat<T> head_matrix(const std::vector<T>& x, index_t head, index_t rows, index_t 
   return Eigen::Map<const Mat<T>>(x.data() + head * rows * cols, rows, cols);
 }
 
+// One head's reference in the wider type, the naive run in T and the magnitudes of a run merged
+// from `splits` parts (merged_magnitudes: what the judge of a merged run uses).
+template <class T>
+struct HeadExpected {
+  using W = wider_t<T>;
+  ReferenceForward<W> ref;
+  ReferenceForward<T> naive;
+  Magnitudes<W> R;
+};
+
+template <class T>
+HeadExpected<T> expected(const Problem<T>& pr, index_t head, index_t splits) {
+  using W = wider_t<T>;
+  const auto [H, n, m, d] = pr.s;
+  const Mat<T> Q = head_matrix(pr.Q, head, n, d), K = head_matrix(pr.K, head, m, d),
+               V = head_matrix(pr.V, head, m, d);
+  const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
+  HeadExpected<T> e{
+      reference_forward<W>(Qw, Kw, Vw, pr.p), reference_forward<T>(Q, K, V, pr.p), {}};
+  e.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, {}, e.ref, pr.p), m,
+                          merges_split_kv(splits));
+  return e;
+}
+
 // The rule on O and L of every head, against the reference in the wider type.
 template <class T>
 void require_rule(const Problem<T>& pr, const SplitKvResult<T>& r) {
-  using W = wider_t<T>;
   const auto [H, n, m, d] = pr.s;
   for (index_t head = 0; head < H; ++head) {
-    const Mat<T> Q = head_matrix(pr.Q, head, n, d), K = head_matrix(pr.K, head, m, d),
-                 V = head_matrix(pr.V, head, m, d);
-    const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
-    const auto ref = reference_forward<W>(Qw, Kw, Vw, pr.p);
-    const auto naive = reference_forward<T>(Q, K, V, pr.p);
-    const auto R = reference_magnitudes<W>(Qw, Kw, Vw, {}, ref, pr.p);
+    const HeadExpected<T> e = expected(pr, head, r.splits);
     const Mat<T> O = head_matrix(r.O, head, n, d);
     const Vec<T> L = Eigen::Map<const Vec<T>>(r.L.data() + head * n, n);
-    INFO("head " << head << ", S = " << r.splits);
-    CHECK(judge(precision_of<T>(), O, ref.O, naive.O, R.O).pass());
-    CHECK(judge(precision_of<T>(), L, ref.L, naive.L, R.L).pass());
+    const RuleVerdict vO = judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O);
+    const RuleVerdict vL = judge(precision_of<T>(), L, e.ref.L, e.naive.L, e.R.L);
+    INFO("head " << head << ", S = " << r.splits << ": O error " << vO.err << " bound " << vO.bound
+                 << ", L error " << vL.err << " bound " << vL.bound);
+    CHECK(vO.pass());
+    CHECK(vL.pass());
   }
 }
 
@@ -189,6 +211,89 @@ TEST_CASE_TEMPLATE("a given S gives the same bits on 1, 2, 3 or 7 threads", T, f
       CHECK(same_bits(r.L, base.L));
       CHECK(same_bits(r.L_part, base.L_part));
     }
+  }
+}
+
+TEST_CASE_TEMPLATE("large scores (--scale 3 to 100): every merged S passes the rule", T, float,
+                   double) {
+  // |L| grows with the scale (about 3 |S| here); each merge weight exp(L_s - L) then carries
+  // about u (|L_s| + |L|) of rounding the naive yardstick never makes (merged_magnitudes).
+  for (double scale : {3.0, 5.0, 10.0, 30.0, 100.0})
+    for (bool causal : {false, true}) {
+      const Problem<T> pr =
+          draw<T>({2, 8, 256, 16}, AttnParams{causal, CausalAlign::bottom_right, scale}, {4, 16},
+                  std::uint32_t(scale));
+      for (index_t S : {2, 5, 16}) {
+        INFO("scale " << scale << ", causal " << causal);
+        require_rule(pr, run(pr, S));
+      }
+    }
+}
+
+namespace {
+
+// Row q of head 0 merged from the partials of r the wrong way `how`, into o (d values); returns L.
+enum class WrongMerge { drop_heaviest, max_for_L, heavy_weight_off };
+
+template <class T>
+T wrong_merge(const SplitKvResult<T>& r, index_t n, index_t d, index_t q, WrongMerge how,
+              double off, T* o) {
+  const index_t S = r.splits;
+  const T* L_s = r.L_part.data() + q;  // split s at L_s[s * n]
+  const T* O_s = r.O_part.data() + q * d;
+  const T L = merge_lse(L_s, S, n).finalize();
+  index_t heaviest = 0;
+  for (index_t s = 1; s < S; ++s)
+    if (L_s[s * n] > L_s[heaviest * n]) heaviest = s;
+  const T M = L_s[heaviest * n];
+  for (index_t x = 0; x < d; ++x) o[x] = T(0);
+  for (index_t s = 0; s < S; ++s) {
+    T w = split_weight(L_s[s * n], L);
+    if (how == WrongMerge::drop_heaviest && s == heaviest) continue;    // a split left out
+    if (how == WrongMerge::max_for_L) w = split_weight(L_s[s * n], M);  // exp(L_s - m): no 1/l
+    if (how == WrongMerge::heavy_weight_off && s == heaviest) w = T(double(w) * (1 + off));
+    for (index_t x = 0; x < d; ++x) o[x] = fmadd(w, O_s[s * n * d + x], o[x]);
+  }
+  return how == WrongMerge::max_for_L ? M : L;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("large scores: a wrong merge still fails the rule for merged runs", T, float,
+                   double) {
+  const index_t n = 8, m = 256, d = 16, S = 4;
+  for (double scale : {3.0, 10.0, 30.0, 100.0}) {
+    // The keys (and values) of splits 1 and 3 repeat those of splits 0 and 2: every row's weight
+    // is shared by two splits, so a wrong merge cannot hide behind one split that carries it all
+    // (at large scores one split of random keys often does, and then L = m_s + log 1).
+    Problem<T> pr = draw<T>({1, n, m, d}, AttnParams{false, {}, scale}, {4, 16}, 5);
+    const index_t part = m / S * d;
+    for (std::vector<T>* X : {&pr.K, &pr.V})
+      for (index_t s : {0, 2})
+        std::copy(X->begin() + s * part, X->begin() + (s + 1) * part, X->begin() + (s + 1) * part);
+    const SplitKvResult<T> r = run(pr, S);
+    const HeadExpected<T> e = expected(pr, 0, S);
+    // A weight off by 256 times what the merge's rounding may cost it (k u Lambda, k = 3).
+    const double Lambda = double(e.R.L.maxCoeff());  // R'(L) >= Lambda_q
+    const double off = 256 * 3 * accumulator_unit(precision_of<T>()) * Lambda;
+    for (WrongMerge how :
+         {WrongMerge::drop_heaviest, WrongMerge::max_for_L, WrongMerge::heavy_weight_off}) {
+      Mat<T> O(n, d);
+      Vec<T> L(n);
+      for (index_t q = 0; q < n; ++q) L(q) = wrong_merge(r, n, d, q, how, off, O.row(q).data());
+      const RuleVerdict vO = judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O);
+      const RuleVerdict vL = judge(precision_of<T>(), L, e.ref.L, e.naive.L, e.R.L);
+      INFO("scale " << scale << ", wrong merge " << int(how) << " (weight off by " << off
+                    << "): O error " << vO.err << " bound " << vO.bound << ", L error " << vL.err
+                    << " bound " << vL.bound);
+      CHECK_FALSE(vO.pass());
+      if (how == WrongMerge::max_for_L) CHECK_FALSE(vL.pass());
+    }
+    // The same partials merged right pass (the yardstick of the checks above).
+    Mat<T> O(n, d);
+    for (index_t q = 0; q < n; ++q)
+      merge_splits(r.O_part.data() + q * d, n * d, r.L_part.data() + q, n, S, d, O.row(q).data());
+    CHECK(judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O).pass());
   }
 }
 

@@ -22,10 +22,12 @@ using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 
 template <class T>
 struct ForwardResult {
-  Mat<T> O;     // n x d
-  Vec<T> L;     // n, logsumexp of each row of S (the value saved and graded)
-  Vec<T> L_lo;  // n, L's rounding error: L + L_lo is m + log l to twice T's precision (empty:
-                // not kept, taken as 0)
+  Mat<T> O;           // n x d
+  Vec<T> L;           // n, logsumexp of each row of S (the value saved and graded)
+  Vec<T> L_lo;        // n, L's rounding error: L + L_lo is m + log l to twice T's precision (empty:
+                      // not kept, taken as 0)
+  Mat<T> O_acc = {};  // n x d, O before it is rounded to a lower output precision (bf16, fp16):
+                      // the backward's D = rowsum(dO * O) reads it (empty: O is not rounded)
 };
 
 }  // namespace fd

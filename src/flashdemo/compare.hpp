@@ -12,7 +12,10 @@
 //             largest magnitude of the terms an entry sums (reference.hpp: Magnitudes). u R is the
 //             rounding error of any one summation order; two orders' errors differ by about that
 //             much whatever their ratio, so where an output cancels (large scores, d = 1) "2x the
-//             naive error" alone would fail right answers by chance.
+//             naive error" alone would fail right answers by chance. A path that merges parts
+//             through their logsumexps (split-KV, the ring) is judged with R' =
+//             merged_magnitudes(R, m, r) (reference.hpp): each weight exp(L_s - L) carries about
+//             k u |L| of rounding the naive yardstick never makes, so 4 u R' = 4 u R + k u |L| R.
 //   verdict = pass        when err <= bound (so X is finite wherever X_ref is, and has exactly
 //                         X_ref's infinities, or err would be inf)
 //             fail        otherwise

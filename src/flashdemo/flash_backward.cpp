@@ -71,7 +71,7 @@ BackwardResult<T> flash_backward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>&
   // Q: n x d, K, V: m x d, O, dO: n x d, L: n -> dQ: n x d, dK, dV: m x d, D: n
   const index_t n = Q.rows(), m = K.rows(), d = Q.cols();
   BackwardResult<T> g{Mat<T>::Zero(n, d), Mat<T>::Zero(m, d), Mat<T>::Zero(m, d),
-                      backward_D(dO, fwd.O)};
+                      backward_D(dO, fwd.O_acc.size() ? fwd.O_acc : fwd.O)};  // D, O unrounded
   const Vec<T> L_lo = fwd.L_lo.size() ? fwd.L_lo : Vec<T>(Vec<T>::Zero(n));
   AttnParams used = params;
   if (variant.mistake == Mistake::wrong_align) used.align = CausalAlign::top_left;

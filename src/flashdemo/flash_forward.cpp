@@ -99,6 +99,7 @@ void forward_query_tile(const ForwardProblem<T>& p, index_t i, ForwardResult<T>&
     if (sink)
       fin.m.push_back(st[r].m), fin.l.push_back(st[r].l), fin.L.push_back(out.L(rows.begin + r));
   }
+  if (out.O_acc.size()) out.O_acc.middleRows(rows.begin, rows.size()) = Oi;  // unrounded
   for (index_t k = 0; k < Oi.size(); ++k) Oi.data()[k] = round_to(p.variant.p_in, Oi.data()[k]);
   out.O.middleRows(rows.begin, rows.size()) = Oi;  // O in the output precision
   if (sink) sink->on(fin);
@@ -122,6 +123,8 @@ ForwardResult<T> flash_forward(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V
                             T(params.scale_for(Q.cols())),
                             variant};
   ForwardResult<T> out{Mat<T>::Zero(n, Q.cols()), Vec<T>::Zero(n), Vec<T>::Zero(n)};
+  if (variant.p_in == Precision::bf16 || variant.p_in == Precision::fp16)
+    out.O_acc = Mat<T>::Zero(n, Q.cols());  // O as accumulated, for the backward's D
   for (index_t i = 0; i < p.tiling.Tr(); ++i) forward_query_tile(p, i, out, sink);
   return out;
 }

@@ -8,6 +8,9 @@
 //     O_i   = alpha * O_i + P_ij V_j,   m_i = m_new
 //   O_i = O_i / l_i,  L_i = m_i + log(l_i)             (L is saved for the backward pass, with
 //                                                      its rounding error L_lo: online_softmax.hpp)
+//   O = round_p(O_i)                                   (in a lower precision p, bf16 or fp16, O is
+//                                                      stored rounded, and kept unrounded as O_acc
+//                                                      for the backward's D = rowsum(dO * O))
 #pragma once
 
 #include <vector>

@@ -1,6 +1,7 @@
 // reference.cpp — standard attention, S and P materialized (see reference.hpp for the equations).
 #include "flashdemo/reference.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 
 #include "flashdemo/online_softmax.hpp"
@@ -122,6 +123,24 @@ Magnitudes<T> reference_magnitudes(const Mat<T>& Q, const Mat<T>& K, const Mat<T
   return r;
 }
 
+template <class T>
+Magnitudes<T> merged_magnitudes(const Magnitudes<T>& R, index_t keys, index_t merges) {
+  if (merges <= 0) return R;  // one part: its weight is exactly 1, nothing to add
+  const T k = T(2 + merges), log_m = flog(T(std::max<index_t>(keys, 1)));
+  const Vec<T> Lambda = R.L.array() + log_m;  // Lambda_q = R(L)_q + log(m)
+  const T Lambda_max = Lambda.size() ? Lambda.maxCoeff() : log_m;
+  const Vec<T> row = T(1) + k / T(4) * Lambda.array();  // 1 + k Lambda_q / 4
+  const T all = T(1) + k / T(4) * Lambda_max;           // 1 + k Lambda / 4
+  Magnitudes<T> out = R;
+  if (R.O.size()) out.O = R.O.array().colwise() * row.array();
+  out.L = R.L.array() + (k - T(1)) / T(4) * Lambda.array();
+  if (R.D.size()) out.D = R.D.array() * row.array();
+  if (R.dQ.size()) out.dQ = R.dQ.array().colwise() * row.array();
+  if (R.dK.size()) out.dK = all * R.dK;
+  if (R.dV.size()) out.dV = all * R.dV;
+  return out;
+}
+
 double reference_bytes(index_t n, index_t m, index_t bytes_per_element) {
   return 2.0 * double(n) * double(m) * double(bytes_per_element);
 }
@@ -133,7 +152,8 @@ double reference_bytes(index_t n, index_t m, index_t bytes_per_element) {
                                                    const Mat<T>&, const AttnParams&, Precision); \
   template Magnitudes<T> reference_magnitudes(const Mat<T>&, const Mat<T>&, const Mat<T>&,       \
                                               const Mat<T>&, const ReferenceForward<T>&,         \
-                                              const AttnParams&);
+                                              const AttnParams&);                                \
+  template Magnitudes<T> merged_magnitudes(const Magnitudes<T>&, index_t, index_t);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 FD_INSTANTIATE(long double)

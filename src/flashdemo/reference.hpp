@@ -80,6 +80,32 @@ Magnitudes<T> reference_magnitudes(const Mat<T>& Q, const Mat<T>& K, const Mat<T
                                    const Mat<T>& dO, const ReferenceForward<T>& f,
                                    const AttnParams& params);
 
+// The magnitudes of a path that merges normalized parts of each row through their logsumexps
+// (split-KV decode: S splits, one merge; the ring: P parts folded one at a time, P - 1 merges),
+// derived in docs/correctness.md, section 2.1. Each merge weight w_s = exp(L_s - L) is formed from
+// two rounded logsumexps, so it carries a relative error of about u (|L_s| + |L|), which the naive
+// (materializing) yardstick never makes. With r merges of L on a part's way to the final L,
+//   Lambda_q = R(L)_q + log(m),    k = 2 + r (k = 0 when r = 0: one part, w = 1 exactly),
+// the weight errors reach at most k u Lambda_q (first order), and the magnitudes become
+//   R'(O)_q  = R(O)_q  (1 + k Lambda_q / 4),   R'(L)_q = R(L)_q + (k - 1) Lambda_q / 4,
+//   R'(D)_q  = R(D)_q  (1 + k Lambda_q / 4),   R'(dQ)_q = R(dQ)_q (1 + k Lambda_q / 4),
+//   R'(dK)   = R(dK)   (1 + k Lambda / 4),     R'(dV)   = R(dV)   (1 + k Lambda / 4),
+// Lambda = max_q Lambda_q, so that the rule's floor 4 u R' is 4 u R plus the merge's k u Lambda R
+// (the rounding the merge adds to the rounding of one summation order). R: reference_magnitudes;
+// keys: m; merges: r (merges_split_kv, merges_ring).
+template <class T>
+Magnitudes<T> merged_magnitudes(const Magnitudes<T>& R, index_t keys, index_t merges);
+
+// r of split-KV with S splits: one merge of the S parts (none when S = 1).
+inline index_t merges_split_kv(index_t splits) {
+  return splits > 1 ? 1 : 0;
+}
+
+// r of the ring with P ranks: each row folds P parts one at a time, P - 1 rounded merges.
+inline index_t merges_ring(index_t ranks) {
+  return ranks > 1 ? ranks - 1 : 0;
+}
+
 // Bytes the reference needs for S and P: 2 * n * m * sizeof(T) (as a double: it may not fit).
 double reference_bytes(index_t n, index_t m, index_t bytes_per_element);
 
