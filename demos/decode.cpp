@@ -75,21 +75,22 @@ std::vector<index_t> checked_heads(const DecodeOptions& o) {
 }
 
 template <class T>
-Checked check_heads(const DecodeOptions& o, Precision p, const std::vector<HeadArrays<T>>& heads) {
+Checked check_heads(const DecodeOptions& o, Precision p, const std::vector<HeadArrays<T>>& heads,
+                    index_t splits) {
   const index_t n = o.n, m = o.m, d = o.d;
   Checked all;
   for (const HeadArrays<T>& h : heads) {
     const Mat<T> Q = MatView<T>(h.Q, n, d), K = MatView<T>(h.K, m, d), V = MatView<T>(h.V, m, d);
-    const ForwardJudge<T> j = forward_judge<T>(Q, K, V, o.params(), p);
+    const ForwardJudge<T> j = forward_judge<T>(Q, K, V, o.params(), p, merges_split_kv(splits));
     require_fits(j.ref.S, "S = scale Q K^T", p, "");
     all.fold(judge_forward(j, MatView<T>(h.O, n, d), VecView<T>(h.L, n), p));
   }
   return all;
 }
 template Checked check_heads(const DecodeOptions&, Precision,
-                             const std::vector<HeadArrays<float>>&);
+                             const std::vector<HeadArrays<float>>&, index_t);
 template Checked check_heads(const DecodeOptions&, Precision,
-                             const std::vector<HeadArrays<double>>&);
+                             const std::vector<HeadArrays<double>>&, index_t);
 
 namespace {
 
@@ -101,7 +102,7 @@ Checked check(const DecodeOptions& o, const bench::Arrays<T>& a, const SplitKvRe
   for (index_t h : checked_heads(o))
     heads.push_back({a.Q.data() + h * n * d, a.K.data() + h * m * d, a.V.data() + h * m * d,
                      r.O.data() + h * n * d, r.L.data() + h * n});
-  return check_heads(o, precision_of<T>(), heads);
+  return check_heads(o, precision_of<T>(), heads, r.splits);
 }
 
 struct Timing {

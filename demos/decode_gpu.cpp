@@ -126,7 +126,7 @@ void run_on_gpu(const DecodeOptions& o) {
   r.splits = plan.splits;
   r.O = std::move(run.O), r.L = std::move(run.L);
   r.O_part = std::move(run.O_part), r.L_part = std::move(run.L_part);
-  const Checked checked = check_heads(o, p, head_arrays(o, run, r));
+  const Checked checked = check_heads(o, p, head_arrays(o, run, r), r.splits);
   const GpuTiming t = timing_of(o, run);
   if (ui::settings().json) {
     emit_gpu_json(o, plan, w, r, checked, t);

@@ -61,7 +61,8 @@ struct HeadArrays {
 // the wider type, with standard attention in precision p (T's own, or bf16/fp16 stored in T) as
 // the yardstick: the worst head's errors.
 template <class T>
-Checked check_heads(const DecodeOptions& o, Precision p, const std::vector<HeadArrays<T>>& heads);
+Checked check_heads(const DecodeOptions& o, Precision p, const std::vector<HeadArrays<T>>& heads,
+                    index_t splits);
 
 void print_problem(const DecodeOptions& o, const char* dtype);
 // units: the plan's units line, already worded (CPU: threads; GPU: SMs x blocks per SM).

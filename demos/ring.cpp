@@ -172,12 +172,13 @@ Checked check(const RingOptions& o, const bench::Arrays<T>& a, const RingResult<
   const Mat<T> Q = MatView<T>(a.Q.data(), n, d), K = MatView<T>(a.K.data(), m, d),
                V = MatView<T>(a.V.data(), m, d), dO = MatView<T>(a.dO.data(), n, d);
   const Precision stored = p == Precision::bf16 || p == Precision::fp16 ? p : Precision::fp64;
+  const index_t merges = merges_ring(index_t(r.forward.size()));  // P - 1 folds through L
   if (o.pass != bench::Pass::bwd) {
-    const ForwardJudge<T> j = forward_judge<T>(Q, K, V, o.params(), stored);
+    const ForwardJudge<T> j = forward_judge<T>(Q, K, V, o.params(), stored, merges);
     require_fits(j.ref.S, "S = scale Q K^T", p, "");
     return judge_forward(j, MatView<T>(r.O.data(), n, d), VecView<T>(r.L.data(), n), p);
   }
-  const BackwardJudge<T> j = backward_judge<T>(Q, K, V, &dO, o.params(), stored);
+  const BackwardJudge<T> j = backward_judge<T>(Q, K, V, &dO, o.params(), stored, merges);
   require_fits(j.forward.ref.S, "S = scale Q K^T", p, "");
   Checked c = judge_forward(j.forward, MatView<T>(r.O.data(), n, d), VecView<T>(r.L.data(), n), p);
   c.fold(judge_backward(j, MatView<T>(r.dQ.data(), n, d), MatView<T>(r.dK.data(), m, d),

@@ -2,7 +2,8 @@
 //
 //   ref    = standard attention in W, wider than the path (S, P materialized)     (reference.hpp)
 //   naive  = the same computation in T, stored as the path stores (bf16, fp16)    (the yardstick)
-//   R      = the magnitudes of the terms each output sums                          (the floor)
+//   R      = the magnitudes of the terms each output sums, and for a path that merges partial
+//            results through L the rounding of each merge's weights                (the floor)
 //   per array X:  err = max |X - X_ref|,  bound = 2 err(naive) + floor(R),  outcome (compare.hpp)
 //   per run:      fail if any array used by the run fails; else no verdict if any has none
 //                 (never a pass); else pass. Heads fold array by array, keeping the worst.
@@ -69,9 +70,12 @@ struct ForwardJudge {
 };
 
 // Q: n x d, K, V: m x d, in the path's type; `stored`: the format the path stores S, P, O in.
+// merges: how many rounded merges through L the path made of each row's parts (split-KV: 1 for
+// S > 1, merges_split_kv; the ring: P - 1, merges_ring; 0 for one pass over the keys): each adds
+// its rounding to the floor (merged_magnitudes, docs/correctness.md section 2.1).
 template <class T>
 ForwardJudge<T> forward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
-                              const AttnParams& params, Precision stored);
+                              const AttnParams& params, Precision stored, index_t merges = 0);
 
 // O: n x d, L: n, judged in precision p.
 template <class T>
@@ -93,7 +97,7 @@ struct BackwardJudge {
 template <class T>
 BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
                                 const Mat<T>* dO_given, const AttnParams& params,
-                                Precision stored);
+                                Precision stored, index_t merges = 0);
 
 // dQ: n x d, dK, dV: m x d, D: n (empty: not judged), in precision p.
 template <class T>
