@@ -223,6 +223,10 @@ TEST_CASE(
 }
 
 TEST_CASE("a system directory is refused by its real path, a symbolic link on the way included") {
+  if (!fs::is_directory("/dev/shm")) {
+    MESSAGE("no /dev/shm here: skipped");
+    return;
+  }
   const fs::path dir = fresh_dir();
   fs::create_directory_symlink("/dev/shm", dir / "shm");
   fs::create_symlink("/dev/shm/flashdemo_test_never.npy", dir / "into_shm.npy");
