@@ -8,9 +8,14 @@
 // settled before the command line is built, so --help is translated too.
 #include <fmt/core.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -42,8 +47,9 @@ namespace {
 using fd::ui::Msg;
 using fd::ui::tr;
 
+// The error line (dropped when stderr cannot take it: the exit code stays) and the code.
 int fail(int code, const std::string& message) {
-  fmt::print(stderr, "{}", tr(Msg::err_prefix, message));
+  fd::ui::error(message);
   return code;
 }
 
@@ -224,6 +230,22 @@ int failed(int code, const std::string& message) {
   return fail(code, message);
 }
 
+// Under mpirun every rank parses the same command line: rank 0 alone says what is wrong with it,
+// and the other ranks leave quietly with 0, as ring's refusals do (a rank that left first with
+// the code could let mpirun end the job before rank 0's line was written).
+bool other_mpi_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (const char* rank = std::getenv(name)) return std::atoll(rank) > 0;
+  return false;
+}
+
+int usage_error(const std::string& message) {
+  if (!other_mpi_rank()) return failed(fd::demos::kUsage, message);
+  fd::settle_outputs(false);
+  fd::ui::reset_stdout();
+  return fd::demos::kOk;
+}
+
 // --help within 100 columns: a subcommand's description wrapped at 100, option descriptions at
 // the 70 columns right of CLI11's 30-column name field (CLI11 indents each line after a newline
 // to that field itself).
@@ -288,15 +310,15 @@ int parse_and_run(int argc, char** argv) {
   fd::demos::setup_ring(app);
   fd::demos::setup_completion(app);
   fd::demos::setup_manpage(app);
-  if (argc < 2) return fail(fd::demos::kUsage, tr(Msg::err_missing_subcommand, joined_names(app)));
+  if (argc < 2) return usage_error(tr(Msg::err_missing_subcommand, joined_names(app)));
   for (int k = 1; k < argc; ++k) {  // --values= would take the next argument as its value
     const std::string a = argv[k];
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=')
-      return fail(fd::demos::kUsage, tr(Msg::err_empty_value, a.substr(0, a.size() - 1)));
+      return usage_error(tr(Msg::err_empty_value, a.substr(0, a.size() - 1)));
   }
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
-  if (argv[1][0] != '-' && !known) return fail(fd::demos::kUsage, unknown_subcommand(app, argv[1]));
+  if (argv[1][0] != '-' && !known) return usage_error(unknown_subcommand(app, argv[1]));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -306,7 +328,7 @@ int parse_and_run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return finish_stdout(app.exit(e));
   } catch (const CLI::ParseError& e) {
-    return failed(fd::demos::kUsage, usage_message(app, e));
+    return usage_error(usage_message(app, e));
   } catch (const fd::demos::Interrupted&) {
     return finish_stdout(fd::demos::kInterrupted);
   } catch (const fd::demos::Error& e) {
@@ -323,11 +345,59 @@ int parse_and_run(int argc, char** argv) {
   } catch (const std::system_error& e) {  // a thread that could not start, past the checks
     if (e.code() != std::errc::resource_unavailable_try_again)
       return failed(fd::demos::kInternal, e.what());
-    return failed(fd::demos::kTooLarge, tr(Msg::err_thread_start, e.code().message()));
+    return failed(fd::demos::kTooLarge,
+                  tr(Msg::err_thread_start, e.code().message(), fd::demos::thread_limit()));
   } catch (const std::exception& e) {  // a bug: still one line, never a stack trace
     return failed(fd::demos::kInternal, e.what());
   }
   return finish_stdout(fd::demos::kOk);
+}
+
+// A standard descriptor the caller closed (2>&-) is opened on /dev/null the wrong way round: no
+// file the run opens takes its number (an error line would land in an output file), and a write
+// to it still fails (EBADF) as it would have: stdout's failure is reported, stderr's dropped.
+void reserve_standard_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int got = ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+    if (got >= 0 && got != fd) ::dup2(got, fd), ::close(got);
+  }
+}
+
+// Room for the way out of a run that runs out of memory: set aside before the run, given back
+// by the first allocation that fails (which still throws std::bad_alloc, and the run ends with
+// exit 3), so that what runs while the exception unwinds finds memory: destructors that allocate
+// (nlohmann::json's takes a stack to free a value), the error line. Without it such a destructor
+// would throw, and a throwing destructor aborts.
+constexpr std::size_t kReserve = std::size_t(32) << 20;
+char* g_reserve = nullptr;
+
+void give_back_reserve() {
+  if (g_reserve == nullptr) throw std::bad_alloc();
+  std::free(g_reserve);
+  g_reserve = nullptr;
+  throw std::bad_alloc();
+}
+
+void set_reserve_aside() {
+  if (g_reserve == nullptr) g_reserve = static_cast<char*>(std::malloc(kReserve));
+  std::set_new_handler(give_back_reserve);
+}
+
+// What escaped every handler of parse_and_run (one ran out of memory itself, or a bug threw
+// something else): still one line and a documented code, every output undone.
+int escaped(int code) {
+  fd::settle_outputs(false);
+  fd::ui::reset_stdout();
+  try {
+    fd::ui::error(
+        code == fd::demos::kTooLarge
+            ? tr(Msg::err_out_of_memory, fd::demos::format_bytes(fd::demos::memory_available()))
+            : tr(Msg::err_unknown));
+  } catch (...) {
+    fd::ui::error("out of memory");
+  }
+  return code;
 }
 
 }  // namespace
@@ -335,9 +405,18 @@ int parse_and_run(int argc, char** argv) {
 namespace fd::demos {
 
 int run(int argc, char** argv) {
+  reserve_standard_fds();
   fd::ui::reset_stdout();
   std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit a write fails (EFBIG) and is reported
-  return parse_and_run(argc, argv);
+  std::signal(SIGPIPE, SIG_IGN);  // a reader gone is EPIPE: stdout's ends quietly, stderr's dropped
+  set_reserve_aside();
+  try {
+    return parse_and_run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    return escaped(kTooLarge);
+  } catch (...) {
+    return escaped(kInternal);
+  }
 }
 
 }  // namespace fd::demos

@@ -66,10 +66,11 @@ void add_variants(CLI::App* sub, AttentionOptions& o, Subcommand which) {
 Mat<double> load_matrix(const std::string& path, const char* what, index_t rows, index_t cols) {
   const NpyArray a = read_npy(path, 0.8 * memory_available());
   require_finite(a, path);
-  if (a.shape.size() != 2) throw NpyError(tr(Msg::err_not_matrix, path, what, a.shape.size()));
+  if (a.shape.size() != 2)
+    throw NpyError(tr(Msg::err_not_matrix, shown(path), what, a.shape.size()));
   if ((rows >= 0 && a.shape[0] != rows) || (cols >= 0 && a.shape[1] != cols) || a.shape[0] < 1 ||
       a.shape[1] < 1)
-    throw NpyError(tr(Msg::err_shape, path, what, a.shape[0], a.shape[1],
+    throw NpyError(tr(Msg::err_shape, shown(path), what, a.shape[0], a.shape[1],
                       rows >= 0 ? std::to_string(rows) : "rows",
                       cols >= 0 ? std::to_string(cols) : "d"));
   return to_matrix<double>(a);
@@ -205,6 +206,30 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
   return a;
 }
 
+// What the run's records hold in memory until it ends, in bytes: the events for --json,
+// --trace-json and --html (recording.hpp), and the text trace's lines (--trace tiles, rows),
+// held as stdout is. Every tile counted with the backward's event (six numbers a query row: the
+// forward's four are then over-counted by about half); the fast path traces nothing.
+namespace {
+double trace_bytes(const AttentionOptions& o) {
+  const bool text =
+      !ui::settings().json && !ui::settings().quiet && o.trace >= ui::TraceLevel::tiles;
+  if (o.impl == Impl::fast) return 0;
+  const Tiling f = o.tiling(), b = o.tiling(cuda::Pass::bwd);
+  const double tiles = std::max(double(f.Tr()) * double(f.Tc()), double(b.Tr()) * double(b.Tc()));
+  const double rows = double(std::max(f.Br, b.Br)), row_tiles = double(std::max(f.Tr(), b.Tr()));
+  const double events = tiles + row_tiles + double(std::max(f.Tc(), b.Tc())) + 2;
+  const double numbers = tiles * 6 * rows + row_tiles * 3 * rows + tiles;  // the grid too
+  double bytes = recorded_bytes(o.trace_files, events, numbers);
+  if (text) {  // a line a tile, and at level rows a line a row of each (limit_row_trace caps it)
+    const double per_row =
+        o.trace == ui::TraceLevel::rows ? std::min(tiles * rows, kMaxRowLines) : 0;
+    bytes += 3 * 100 * (tiles + per_row);
+  }
+  return bytes;
+}
+}  // namespace
+
 void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes) {
   const double n = double(o.n), m = double(o.keys()), d = double(o.d);
   const double words = (n + 2 * m) * d * 4 + extra_nm * n * m;  // inputs, copies; n x m arrays
@@ -214,8 +239,9 @@ void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size
   const double threads = o.impl == Impl::fast ? double(thread_count(o)) : 1.0;
   const double tile = 4.0 * double(t.Br) * double(t.Bc) + 8.0 * double(t.Br + t.Bc) * d;
   const double per_thread = o.impl == Impl::fast ? 2.0 * n * d : 0.0;  // dQ partials, in double
-  ensure_fits((words + threads * (tile + per_thread)) * double(bytes),
-              tr(Msg::what_reference, extra_nm));
+  const double recorded = trace_bytes(o);
+  ensure_fits((words + threads * (tile + per_thread)) * double(bytes) + recorded,
+              tr(recorded > 0 ? Msg::what_reference_records : Msg::what_reference, extra_nm));
 }
 
 nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand, cuda::Pass pass) {

@@ -20,6 +20,7 @@
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
+#include "ui/progress.hpp"
 
 namespace fd::demos {
 namespace {
@@ -80,10 +81,10 @@ bench::Progress progress_bar() {
   return [shown](index_t done, index_t total, double seconds) {
     if (seconds > 1.0) {
       const std::size_t width = 30, filled = width * std::size_t(done) / std::size_t(total);
-      fmt::print(stderr, "\r  [{:<30}] {}/{}", std::string(filled, '#'), done, total);
+      ui::progress_line(fmt::format("\r  [{:<30}] {}/{}", std::string(filled, '#'), done, total));
       *shown = true;
     }
-    if (done == total && *shown) fmt::print(stderr, "\r{:<50}\r", ""), *shown = false;
+    if (done == total && *shown) ui::progress_line(fmt::format("\r{:<50}\r", "")), *shown = false;
   };
 }
 
@@ -205,6 +206,8 @@ void check_impl(const BenchOptions& o) {
   if (low_precision(o.dtype) && (o.impl == Impl::fast || o.impl == Impl::gemm ||
                                  (o.impl == Impl::reference && o.pass == bench::Pass::bwd)))
     throw Error(kUsage, ui::tr(Msg::bench_err_dtype, impl_name(o.impl), "fp32 or fp64"));
+  if (o.deterministic && o.device != Device::cuda)  // it would change nothing there
+    throw Error(kUsage, ui::tr(Msg::err_deterministic_cpu));
   if (o.device != Device::cuda) return;
   // (simt and tc have no backward: refused for --pass bwd before their dtype or d)
   const std::string why = refusal(rung(o.impl), o.d, dtype_precision(o.dtype), cuda_pass(o.pass));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "flashdemo/file_io.hpp"
 #include "flashdemo/grade.hpp"
 #include "flashdemo/npy.hpp"
 #include "recording.hpp"
@@ -82,9 +83,10 @@ std::optional<Msg> hint(Diagnosis d) {
 Mat<double> load_input(const std::string& path, const char* what) {
   const NpyArray a = read_npy(path, 0.8 * memory_available());
   require_finite(a, path);
-  if (a.shape.size() != 2) throw NpyError(ui::tr(Msg::err_not_matrix, path, what, a.shape.size()));
+  if (a.shape.size() != 2)
+    throw NpyError(ui::tr(Msg::err_not_matrix, shown(path), what, a.shape.size()));
   if (a.shape[0] < 1 || a.shape[1] < 1)
-    throw NpyError(ui::tr(Msg::err_empty_array, path, what, a.shape[0], a.shape[1]));
+    throw NpyError(ui::tr(Msg::err_empty_array, shown(path), what, a.shape[0], a.shape[1]));
   return to_matrix<double>(a);
 }
 

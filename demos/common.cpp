@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "flashdemo/file_io.hpp"
 #include "flashdemo/random.hpp"
 #include "ui/i18n.hpp"
 #include "ui/verdict.hpp"
@@ -32,15 +33,13 @@ std::optional<long long> parse_integer(const std::string& s) {
   return v;  // on ERANGE strtoll saturates, and the range checks below say so
 }
 
-// A field of /proc/self/status or /proc/meminfo in bytes (kB there); -1 when absent.
+// A field of /proc/self/status or /proc/meminfo in bytes (kB there); -1 when absent. Read line
+// by line: status has lines whose value is not a number ("Name:\tflashdemo").
 double proc_kb(const char* file, const std::string& field) {
   std::ifstream in(file);
-  std::string key;
-  double kb = 0;
-  while (in >> key >> kb) {
-    if (key == field) return kb * 1024.0;
-    in.ignore(256, '\n');
-  }
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(field, 0) == 0)
+      return std::strtod(line.c_str() + field.size(), nullptr) * 1024.0;
   return -1;
 }
 
@@ -169,7 +168,7 @@ void require_fits(const T* x, index_t count, index_t cols, const std::string& wh
       cols > 1 ? fmt::format("({}, {})", worst / cols, worst % cols) : fmt::format("[{}]", worst);
   const std::string value = fmt::format("{:.5g}", x[worst]), largest = fmt::format("{:.5g}", limit);
   if (!file.empty())
-    throw Error(kFile, ui::tr(ui::Msg::err_overflow_input, file, what, value, where,
+    throw Error(kFile, ui::tr(ui::Msg::err_overflow_input, shown(file), what, value, where,
                               precision_name(p), largest, ui::overflow_hint(p)));
   throw Error(kUsage, ui::tr(ui::Msg::err_overflow_value, what, value, where, precision_name(p),
                              largest, ui::overflow_hint(p)));
@@ -206,14 +205,34 @@ std::string format_bytes(double bytes) {
   return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
+std::string thread_limit() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    struct rlimit stack {};  // glibc's default stack: the stack limit, or 2 MiB when unlimited
+    const double stack_bytes =
+        ::getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY
+            ? double(stack.rlim_cur)
+            : 2.0 * 1024 * 1024;
+    const double left =
+        double(limit.rlim_cur) - std::max(0.0, proc_kb("/proc/self/status", "VmSize:"));
+    if (left < 2 * stack_bytes)  // a stack and its guard, with what the start itself maps
+      return ui::tr(ui::Msg::limit_threads_as, format_bytes(std::max(0.0, left)),
+                    format_bytes(stack_bytes));
+  }
+  if (::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    return ui::tr(ui::Msg::limit_threads_nproc, limit.rlim_cur);
+  return ui::tr(ui::Msg::limit_threads_system);
+}
+
 void ensure_threads(index_t threads, const char* option) {
   std::vector<std::thread> started;
   try {
     for (index_t k = 1; k < threads; ++k) started.emplace_back([] {});
   } catch (const std::system_error& e) {
+    const std::string limit = thread_limit();  // while the threads started still hold theirs
     for (std::thread& t : started) t.join();
     throw Error(kTooLarge, ui::tr(ui::Msg::err_threads, threads, started.size() + 1,
-                                  e.code().message(), option));
+                                  e.code().message(), limit, option));
   }
   for (std::thread& t : started) t.join();
 }

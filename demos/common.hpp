@@ -121,8 +121,11 @@ void require_fits(const Mat<T>& X, const std::string& what, Precision p, const s
 std::vector<std::string> split_commas(const std::string& text);
 
 // Refuses (exit kTooLarge) a run on `threads` threads when the system lets this process start
-// fewer (a limit on processes, ulimit -u): OpenMP would print its own lines and exit.
+// fewer (ulimit -u, ulimit -v, named in the message): OpenMP would print its own lines and exit.
 void ensure_threads(index_t threads, const char* option = "--threads");
+// The limit that keeps a thread from starting, in words: ulimit -v when the address space left
+// cannot hold another thread's stack, else ulimit -u when it is set, else the system's.
+std::string thread_limit();
 
 // Refuses (exit kTooLarge) a run that needs more than the memory available now.
 void ensure_fits(double bytes, const std::string& what);

@@ -60,6 +60,8 @@ void require_device(const AttentionOptions& o, Subcommand which) {
   }
   if (!runs_on(o.impl, o.device))
     throw Error(kUsage, ui::tr(ui::Msg::err_rung_cpu, impl_name(o.impl)));
+  if (o.deterministic && o.device != Device::cuda)  // it would change nothing there
+    throw Error(kUsage, ui::tr(ui::Msg::err_deterministic_cpu));
   if (o.device != Device::cuda) return;
   if (o.mistake != Mistake::none) throw Error(kUsage, ui::tr(ui::Msg::err_break_cuda));
   // d comes from --q when given, known only once prepare_inputs has read it (the callers then ask

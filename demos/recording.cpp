@@ -43,6 +43,12 @@ std::vector<std::string> file_extensions(CLI::Option* opt) {
   }
 }
 
+double recorded_bytes(const TraceFiles& files, double events, double numbers) {
+  const double text = events * 160 + numbers * 16;
+  const double html = files.html_file.empty() ? 0 : 4 * text + events * 64;  // + each string's
+  return (ui::settings().json ? 3 * text : 0) + (files.json_file.empty() ? 0 : 3 * text) + html;
+}
+
 void add_trace_files(CLI::App* sub, TraceFiles& files) {
   add_file(sub, "--trace-json", files.json_file, ui::tr(ui::Msg::opt_trace_json), "jsonl json");
   add_file(sub, "--html", files.html_file, ui::tr(ui::Msg::opt_html), "html");
@@ -95,7 +101,7 @@ Recording::Recording(const TraceFiles& files, std::string title)
   if (!files.json_file.empty())
     tee_.add((file_json_ = std::make_unique<ui::JsonTrace>(file_buffer_)).get());
   if (!files.html_file.empty())
-    tee_.add((html_json_ = std::make_unique<ui::JsonTrace>(html_buffer_)).get());
+    tee_.add((html_json_ = std::make_unique<ui::JsonTrace>()).get());  // values, for the page
 }
 
 Recording::~Recording() = default;

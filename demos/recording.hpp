@@ -25,6 +25,13 @@ struct TraceFiles {
 // --trace-json FILE and --html FILE on a subcommand.
 void add_trace_files(CLI::App* sub, TraceFiles& files);
 
+// The memory a run's Recording holds for `events` objects of `numbers` numbers in all, in bytes
+// (measured: about 160 bytes an object and 16 a number as JSON text): the text held for stdout
+// (--json) and for a file (--trace-json), three times over each (a buffer grown by doubling,
+// then copied out); for the HTML page (--html) the objects' texts, joined, escaped and set in
+// the page. The memory guard counts it (ensure_fits).
+double recorded_bytes(const TraceFiles& files, double events, double numbers);
+
 // A file option that refuses an empty name ("--q needs a file name"), its value in `path`.
 // `extensions`: what its files end in, space-separated ("npy", "jsonl json"), for completion.
 CLI::Option* add_file(CLI::App* sub, const std::string& name, std::string& path,
@@ -70,7 +77,7 @@ class Recording {
   TraceFiles files_;
   std::string title_;
   std::unique_ptr<ui::JsonTrace> stdout_json_, file_json_, html_json_;
-  std::ostringstream file_buffer_, html_buffer_;
+  std::ostringstream file_buffer_;
   ui::TeeTrace tee_;
 };
 

@@ -542,10 +542,10 @@ void run_ring(const RingOptions& o) {
     throw;
   } catch (const Error& e) {
     if (e.code == kCheckFailed) throw;  // rank 0 alone judges, after every rank is done
-    fmt::print(stderr, "{}", ui::tr(Msg::err_prefix, e.what()));
+    ui::error(e.what());
     mpi::abort(e.code);  // a failure on one rank alone: end them all, none left waiting
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}", ui::tr(Msg::err_prefix, e.what()));
+    ui::error(e.what());
     mpi::abort(kInternal);
   }
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "flashdemo/file_io.hpp"
 #include "flashdemo/npy.hpp"
 #include "flashdemo/random.hpp"
 #include "flashdemo/softmax.hpp"
@@ -44,7 +45,7 @@ std::vector<T> input_values(const SoftmaxOptions& o) {
     const NpyArray a = read_npy(o.input, 0.8 * memory_available());
     require_finite(a, o.input);
     if (a.shape.size() != 1 || a.shape[0] < 1)
-      throw NpyError(ui::tr(Msg::softmax_err_vector, o.input));
+      throw NpyError(ui::tr(Msg::softmax_err_vector, shown(o.input)));
     require_fits(a.data.data(), index_t(a.data.size()), 1, "x", precision_of<T>(), o.input);
     for (double v : a.data) x.push_back(T(v));
     return x;
@@ -112,9 +113,23 @@ void print_naive(const std::vector<T>& x, DType dtype) {
   ui::say(Msg::softmax_naive_fix);
 }
 
+// Refuses (exit 3) a softmax of x that would not fit: x's copies (widened for the table and the
+// events, the online and exact results, the naive run's) and the problem event's x as JSON values
+// (built, then taken apart), what the run records (a block event each, x in the problem event),
+// and the table's line a block, held as stdout is.
+void ensure_softmax_fits(const SoftmaxOptions& o, std::size_t n) {
+  const double values = double(n), blocks = std::ceil(values / double(o.block));
+  const bool table = o.parts.map && !ui::settings().quiet && !ui::settings().json;
+  const double bytes = 8 * 8 * values + 2 * 16 * values +
+                       recorded_bytes(o.files, blocks + 2, values + 5 * blocks) +
+                       (table ? 3 * 80 * blocks : 0);
+  ensure_fits(bytes, ui::tr(Msg::softmax_memory_what, n));
+}
+
 template <class T>
 void run_softmax_as(const SoftmaxOptions& o, RunFiles& files) {
   const std::vector<T> x = input_values<T>(o);
+  ensure_softmax_fits(o, x.size());
   Recording rec(o.files, ui::tr(Msg::softmax_title));
   const bool drawn = o.input.empty() && o.values.empty();
   rec.emit({{"event", "problem"},

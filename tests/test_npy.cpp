@@ -154,3 +154,35 @@ TEST_CASE("a write that cannot happen leaves no file behind") {
   CHECK_FALSE(std::filesystem::exists(p));
   CHECK_FALSE(std::filesystem::exists(p + ".tmp"));
 }
+
+TEST_CASE("a header that names a key twice is refused (NumPy would take the last)") {
+  const std::string p = temp_path("twice.npy");
+  for (const std::string& dict :
+       {std::string("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), 'shape': (2,), }"),
+        std::string("{'descr': '<f8', \"descr\": '<f4', 'fortran_order': False, 'shape': (2,), }"),
+        std::string("{'descr': '<f8', 'fortran_order': True, 'fortran_order': False, "
+                    "'shape': (2,), }")}) {
+    write_bytes(p, npy_bytes(dict, 24));
+    INFO(dict);
+    CHECK(error_of(p).find("more than once") != std::string::npos);
+  }
+  std::remove(p.c_str());
+}
+
+TEST_CASE("an error quotes at most 40 characters of a malformed header, control bytes escaped") {
+  const std::string p = temp_path("long_header.npy");
+  const std::string shape = "(" + std::string(5000, '7') + "x)";
+  write_bytes(p,
+              npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }", 0));
+  const std::string long_shape = error_of(p);
+  CHECK(long_shape.find("is not a tuple of sizes") != std::string::npos);
+  CHECK(long_shape.size() < p.size() + 120);
+  write_bytes(p, npy_bytes("{'descr': '<f8\x1b[2J" + std::string(3000, 'x') +
+                               "', 'fortran_order': False, 'shape': (2,), }",
+                           0));
+  const std::string dtype = error_of(p);
+  CHECK(dtype.find("unsupported dtype '<f8\\x1b[2Jxxx") != std::string::npos);
+  CHECK(dtype.find('\x1b') == std::string::npos);
+  CHECK(dtype.size() < p.size() + 250);
+  std::remove(p.c_str());
+}

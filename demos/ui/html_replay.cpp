@@ -49,8 +49,7 @@ std::string html_escape(const std::string& text) {
 
 // JSON as a JS literal that is also valid JSON. "<" only occurs inside strings, so "</" -> "<\/"
 // and "<!--" -> "\u003c!--" keep the HTML parser inside the script element.
-std::string script_literal(const nlohmann::json& value) {
-  const std::string json = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string script_literal(const std::string& json) {
   std::string out;
   out.reserve(json.size() + json.size() / 64);
   for (std::size_t k = 0; k < json.size(); ++k) {
@@ -66,6 +65,23 @@ std::string script_literal(const nlohmann::json& value) {
   return out;
 }
 
+std::string script_literal(const nlohmann::json& value) {
+  return script_literal(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// JSON texts as the text of one JSON array.
+std::string json_array(const std::vector<std::string>& items) {
+  std::size_t size = 2;
+  for (const std::string& item : items) size += item.size() + 1;
+  std::string out = "[";
+  out.reserve(size);
+  for (const std::string& item : items) {
+    if (out.size() > 1) out += ',';
+    out += item;
+  }
+  return out + "]";
+}
+
 // The page's words: every html_ message, keyed without the prefix, in `lang`.
 nlohmann::json page_text(Lang lang) {
   nlohmann::json words = nlohmann::json::object();
@@ -79,12 +95,12 @@ nlohmann::json page_text(Lang lang) {
 
 }  // namespace
 
-std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events,
+std::string html_replay(const std::string& title, const std::vector<std::string>& events,
                         Lang lang) {
   // One pass over the template, so that no substitution can rewrite another's text.
   const std::string_view page(kReplayTemplate);
   const std::pair<std::string_view, std::string> marks[] = {
-      {kEventsMark, script_literal(nlohmann::json(events))},
+      {kEventsMark, script_literal(json_array(events))},
       {kTextMark, script_literal(page_text(lang))},
       {kTitleMark, html_escape(title)},
       {kLangMark, lang == Lang::zh ? "zh-CN" : "en"}};

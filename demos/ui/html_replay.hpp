@@ -16,9 +16,10 @@ namespace fd::ui {
 // The text of demos/ui/replay.html (defined in a file CMake generates from it).
 extern const char kReplayTemplate[];
 
-// The template with the events as a JSON array (each "</" written "<\/" so that no string can
-// close the script), the page's words in `lang`, and the title, HTML-escaped. Pure: no files.
-std::string html_replay(const std::string& title, const std::vector<nlohmann::json>& events,
+// The template with the events (each one's JSON text) as a JSON array (each "</" written "<\/"
+// so that no string can close the script), the page's words in `lang`, and the title,
+// HTML-escaped. Pure: no files.
+std::string html_replay(const std::string& title, const std::vector<std::string>& events,
                         Lang lang);
 
 }  // namespace fd::ui

@@ -29,8 +29,10 @@ nlohmann::json json_range(Range r) {
 }
 
 void JsonTrace::emit(const nlohmann::json& object) {
-  out_ << object.dump() << '\n';
-  written_.push_back(object);
+  if (out_)
+    *out_ << object.dump() << '\n';
+  else
+    written_.push_back(object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void JsonTrace::on(const SoftmaxBlockEvent& e) {

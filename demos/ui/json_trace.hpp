@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "flashdemo/trace.hpp"
@@ -16,10 +17,14 @@ nlohmann::json number(double v);
 nlohmann::json numbers(const std::vector<double>& v);
 nlohmann::json json_range(Range r);  // [begin, end)
 
-// Writes every event it receives, and any result object given to emit(), as one line each.
+// Writes every event it receives, and any result object given to emit(), as one line each; or,
+// made with no stream, keeps each one's JSON text instead (the HTML replay embeds them). Text,
+// not values: a value's destructor allocates (nlohmann::json's), which must not happen to a
+// large record while a failed run unwinds.
 class JsonTrace : public TraceSink {
  public:
-  explicit JsonTrace(std::ostream& out) : out_(out) {}
+  explicit JsonTrace(std::ostream& out) : out_(&out) {}
+  JsonTrace() = default;
   void emit(const nlohmann::json& object);  // must hold an "event" field
   void on(const SoftmaxBlockEvent& e) override;
   void on(const TileEvent& e) override;
@@ -28,12 +33,12 @@ class JsonTrace : public TraceSink {
   void on(const BackwardTileEvent& e) override;
   void on(const KeysDoneEvent& e) override;
 
-  // Every object written so far (the HTML replay embeds them).
-  const std::vector<nlohmann::json>& written() const { return written_; }
+  // Every object kept so far, as JSON text (made with no stream; else none).
+  const std::vector<std::string>& written() const { return written_; }
 
  private:
-  std::ostream& out_;
-  std::vector<nlohmann::json> written_;
+  std::ostream* out_ = nullptr;
+  std::vector<std::string> written_;
 };
 
 // Forwards every event to several sinks (text on the terminal and JSON to a file, say).

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -101,6 +102,37 @@ std::string flush_stdout() {
 
 void set_stdout_fd(int fd) {
   stdout_fd() = fd;
+}
+
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void error(const std::string& message) noexcept {
+  try {
+    const std::string line = tr(Msg::err_prefix, one_line(message));
+    std::fputs(line.c_str(), stderr);  // through the FILE* (the fuzzer captures it there)
+    std::fflush(stderr);
+  } catch (...) {  // no memory to build the line: the plain words, or nothing
+    std::fputs("flashdemo: error\n", stderr);
+    std::fflush(stderr);
+  }
+  std::clearerr(stderr);  // a failed write is not this run's concern past here
 }
 
 void say_raw(const std::string& line) {

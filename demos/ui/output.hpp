@@ -6,6 +6,9 @@
 //                flush_stdout() (a failing run prints nothing but its error line, and an output
 //                file that cannot be written leaves no report behind); live for the walkthrough,
 //                which talks to a person
+//   error(...)   the one error line on stderr: never throws, whatever stderr is (closed, full, a
+//                reader gone: the line is dropped, the exit code stays), control characters in
+//                it escaped so it stays one line
 //   paint(...)   colour through fmt, on only when stdout is a terminal, NO_COLOR is unset or
 //                empty, TERM is not "dumb", and --color is not "never" (--color always forces it)
 #pragma once
@@ -51,6 +54,12 @@ template <class... A>
 void say(Msg m, A&&... args) {
   if (!settings().quiet && !settings().json) out() << tr(m, std::forward<A>(args)...);
 }
+
+// Writes "flashdemo: error: MESSAGE" (in the run's language) to stderr, or drops it when stderr
+// cannot take it; never throws.
+void error(const std::string& message) noexcept;
+// `text` with every control character written as an escape (\n, \x1b, ...): one line.
+std::string one_line(const std::string& text);
 
 // Pre-formatted narration (a table row built from pieces).
 void say_raw(const std::string& line);

@@ -12,16 +12,16 @@ namespace {
 
 constexpr auto kFirst = std::chrono::milliseconds(1000), kEvery = std::chrono::milliseconds(250);
 
-void write_stderr(const std::string& text) {
+}  // namespace
+
+void progress_line(const std::string& text) noexcept {
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
-    if (n <= 0) return;  // a progress line is never worth an error
+    if (n <= 0) return;
     done += std::size_t(n);
   }
 }
-
-}  // namespace
 
 Progress::Progress(std::string what) : what_(std::move(what)) {
   if (::isatty(STDERR_FILENO)) thread_ = std::thread([this] { run(); });
@@ -56,15 +56,21 @@ std::string Progress::line() const {
   return fmt::format("\r\033[K  {}: {}{} · {:.1f} s", what_, label_, count, seconds);
 }
 
+// The drawing thread; out of memory for a line, it stops drawing (an exception leaving a thread
+// would end the process).
 void Progress::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (wake_.wait_for(lock, kFirst, [this] { return stop_; })) return;
-  while (!stop_) {
-    write_stderr(line());
-    drawn_ = true;
-    wake_.wait_for(lock, kEvery, [this] { return stop_; });
+  try {
+    while (!stop_) {
+      progress_line(line());
+      drawn_ = true;
+      wake_.wait_for(lock, kEvery, [this] { return stop_; });
+    }
+  } catch (const std::exception&) {
+    wake_.wait(lock, [this] { return stop_; });
   }
-  if (drawn_) write_stderr("\r\033[K");
+  if (drawn_) progress_line("\r\033[K");
 }
 
 }  // namespace fd::ui

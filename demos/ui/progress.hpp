@@ -16,6 +16,10 @@
 
 namespace fd::ui {
 
+// Writes `text` to stderr as it is (a progress line, redrawn in place); a failed write is
+// ignored: a progress line is never worth an error, nor an exception.
+void progress_line(const std::string& text) noexcept;
+
 class Progress : public TraceSink {
  public:
   explicit Progress(std::string what);  // on only when stderr is a terminal

@@ -3,16 +3,26 @@
 //   InputFile        a file, or a stream (a pipe, a FIFO, /dev/stdin), read to its end
 //   OutputFiles      every output of a run, named before any work: each one checked against every
 //                    input and every other output (the same file by device and inode, hard links
-//                    and symbolic links included; by path when it does not exist yet), and its
-//                    target a regular file or a new name in a writable directory. The contents go
-//                    to unique temporaries beside their targets (mkstemp: nothing else's name is
-//                    ever touched), renamed into place only when every one was written in full;
-//                    a run that fails before commit() replaces none and leaves no temporary.
+//                    and symbolic links included; by its real path when it does not exist yet),
+//                    and its target a regular file of one's own or a new name in a writable
+//                    directory (another user's file is refused, root's runs included; so is a
+//                    path under /dev, /proc or /sys, by its name or its real path). A symbolic
+//                    link is written through: the file it names is replaced, or created when the
+//                    link dangles, and the link stays (a link of another user is not followed).
+//                    The contents go to unique temporaries beside their targets (mkstemp:
+//                    nothing else's name is ever touched), synced to the disk, renamed into place
+//                    only when every one was written in full, the directories synced before and
+//                    after; a run that fails before commit() replaces none and leaves no
+//                    temporary.
 //   The commit is undone as a whole: each file a rename replaces is kept (a hard link beside it)
 //   until settle_outputs(true), when the run has also written its standard output; a rename that
-//   fails, or settle_outputs(false), puts every earlier file back and removes the new ones. A
-//   terminating signal (SIGTERM, SIGHUP, SIGINT, SIGQUIT) removes the temporaries before it ends
-//   the process. A replaced file keeps its permission bits.
+//   fails, or settle_outputs(false), puts every earlier file back and removes the new ones. No
+//   signal comes between the first rename and the last (every catchable one is held meanwhile).
+//   A terminating signal (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2,
+//   SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, where still at their default action; the handler is
+//   installed when the first output is named, before any temporary exists) removes the
+//   temporaries and undoes a commit not yet settled before it ends the process: an interrupted
+//   run changes no file. A replaced file keeps its permission bits.
 #pragma once
 
 #include <stdexcept>
@@ -20,6 +30,10 @@
 #include <vector>
 
 namespace fd {
+
+// A path as a one-line message shows it: as given, or, when it holds a control character (a
+// newline would split the line), quoted as bash's $'...' with the character escaped.
+std::string shown(const std::string& path);
 
 // A file that cannot be read or written; what() names the file and the reason in one line.
 struct FileError : std::runtime_error {
@@ -81,8 +95,9 @@ class OutputFiles {
   struct Output {
     NamedFile file;
     std::string target;  // the path renamed onto: symbolic links resolved
-    std::string temporary;
+    int slot = -1;       // its staged temporary's place in the signals' list; -1: none
   };
+  int open_temporary(Output& o);
   std::vector<Output> outputs_;
 };
 

@@ -30,12 +30,36 @@ double half_to_double(std::uint16_t h) {
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw NpyError(path + ": " + what);
+  throw NpyError(shown(path) + ": " + what);
+}
+
+// A piece of the header as an error quotes it: at most 40 characters (a malformed header may
+// hold a megabyte), control characters escaped, so the error stays one short line.
+std::string quoted(const std::string& text) {
+  constexpr std::size_t kMax = 40;
+  std::string out;
+  for (std::size_t k = 0; k < text.size() && k < kMax; ++k) {
+    const unsigned char c = static_cast<unsigned char>(text[k]);
+    char hex[5];
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    out += c < 0x20 || c >= 0x7f ? std::string(hex) : std::string(1, char(c));
+  }
+  return text.size() > kMax ? out + "..." : out;
+}
+
+// How often the header names `key` (quoted either way).
+std::size_t occurrences(const std::string& header, const std::string& key) {
+  std::size_t n = 0;
+  for (const std::string& q : {"'" + key + "'", "\"" + key + "\""})
+    for (std::size_t k = header.find(q); k != std::string::npos; k = header.find(q, k + 1)) ++n;
+  return n;
 }
 
 // The value of 'key' (or "key": NumPy reads either quote) in the header dict, up to the next
 // top-level ',' or '}'.
 std::string dict_value(const std::string& header, const std::string& key, const std::string& path) {
+  if (occurrences(header, key) > 1)  // NumPy would take the last: refused rather than guessed
+    fail(path, "header gives '" + key + "' more than once; a .npy header names each key once");
   std::size_t k = header.find("'" + key + "'");
   if (k == std::string::npos) k = header.find("\"" + key + "\"");
   if (k == std::string::npos) fail(path, "header has no '" + key + "' entry");
@@ -60,7 +84,7 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 std::vector<index_t> parse_shape(const std::string& text, const std::string& path) {
   std::vector<index_t> shape;
   if (text.size() < 2 || text.front() != '(' || text.back() != ')')
-    fail(path, "shape " + text + " is not a tuple of sizes");
+    fail(path, "shape " + quoted(text) + " is not a tuple of sizes");
   std::string inner = text.substr(1, text.size() - 2);
   std::stringstream ss(inner);
   std::vector<std::string> items;
@@ -69,17 +93,18 @@ std::vector<index_t> parse_shape(const std::string& text, const std::string& pat
     std::string item = items[k];
     const auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
     if (b == std::string::npos) {  // only the item after a trailing comma may be empty: (10,)
-      if (k + 1 < items.size() || k == 0) fail(path, "shape " + text + " is not a tuple of sizes");
+      if (k + 1 < items.size() || k == 0)
+        fail(path, "shape " + quoted(text) + " is not a tuple of sizes");
       continue;
     }
     item = item.substr(b, e - b + 1);
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || v < 0) fail(path, "shape " + text + " is not a tuple of sizes");
+    if (*end != '\0' || v < 0) fail(path, "shape " + quoted(text) + " is not a tuple of sizes");
     shape.push_back(v);
   }
   if (shape.size() > 2)
-    fail(path, "shape " + text + " has " + std::to_string(shape.size()) +
+    fail(path, "shape " + quoted(text) + " has " + std::to_string(shape.size()) +
                    " dimensions; flashdemo reads vectors and matrices only");
   return shape;
 }
@@ -99,7 +124,7 @@ Header parse_header(const std::string& header, const std::string& path) {
   else if (descr == "'<f2'")
     h.type = NpyType::f2;
   else
-    fail(path, "unsupported dtype " + descr +
+    fail(path, "unsupported dtype " + quoted(descr) +
                    ": flashdemo reads little-endian float16 ('<f2'), float32 ('<f4') and "
                    "float64 ('<f8')");
   if (dict_value(header, "fortran_order", path) != "False")
@@ -164,8 +189,8 @@ NpyArray read_npy_from(const std::string& path, double budget) {
   const index_t width = h.type == NpyType::f8 ? 8 : h.type == NpyType::f4 ? 4 : 2;
   const double need = double(count) * double(width + 8);  // the bytes read, then as doubles
   if (need > budget)
-    throw NpyTooLarge(path + ": the header promises " + std::to_string(count) + " elements, " +
-                      std::to_string(std::int64_t(need / 1e6)) +
+    throw NpyTooLarge(shown(path) + ": the header promises " + std::to_string(count) +
+                      " elements, " + std::to_string(std::int64_t(need / 1e6)) +
                       " MB to read them, more than the " +
                       std::to_string(std::int64_t(budget / 1e6)) +
                       " MB of memory available; choose smaller arrays");
