@@ -351,7 +351,7 @@ void refuse_nonfinite_at(const char* name, double value, index_t k, index_t cols
   const std::string where =
       cols > 1 ? fmt::format("({}, {})", k / cols, k % cols) : fmt::format("[{}]", k);
   throw Error(kCheckFailed,
-              tr(Msg::err_nonfinite_output, name, fmt::format("{}", value), where,
+              tr(Msg::err_nonfinite_output, name, std::isnan(value) ? "NaN" : fmt::format("{}", value), where,
                  precision_name(p), fmt::format("{:.5g}", largest_finite(p)),
                  ui::overflow_hint(p)));
 }

@@ -163,7 +163,7 @@ RUNS = [
     ("forward --impl fast --threads 1 --json", 0),
     ("forward --q q.npy --k k.npy --v v.npy --causal --json", 0),
     ("forward --precision bf16 --json", 0),
-    ("forward --precision fp16 --scale 30000 --json", 0),
+    ("forward --precision fp16 --scale 30000 --json", 1),  # no verdict: exit 1 after the events
     ("forward --n 6 --m 4 --d 2 --block-q 3 --block-k 2 --causal --causal-align bottom-right "
      "--json", 0),
     ("backward --json", 0),

@@ -667,7 +667,8 @@ TEST_CASE("check: nothing wrong passes, a yardstick that overflows gives no verd
   CHECK(has(big.out, "no verdict"));
   CHECK(has(big.out, "--precision fp64 grades it"));
   const Run fwd = run("forward --precision fp16 --scale 30000 --trace none");
-  CHECK(fwd.code == 0);
+  CHECK(fwd.code == 1);  // no verdict is never a pass: exit 1, the table shown, one line why
+  CHECK(has(fwd.err, "no verdict on O, L"));
   CHECK(has(fwd.out, "no verdict: naive fp16 overflows here"));
   CHECK_FALSE(has(fwd.out, ": pass"));
 }
@@ -2231,4 +2232,48 @@ TEST_CASE("the smaller cases: one line each, naming the real problem and the rea
     CHECK(r.err.empty());
     CHECK(r.out.empty());
   }
+}
+
+// One judge, one exit-code policy (issue 28, section 2 and 3): a verdict that is not a pass exits 1
+// on every subcommand; merges through L pass their own rule at any scale; nothing non-finite made
+// from finite inputs is written or shown beside a pass.
+TEST_CASE("the verdict: merges pass at large scales, FAIL exits 1, no NaN is saved or passed") {
+  for (const char* dtype : {"fp64", "fp32"}) {
+    for (const char* scale : {"3", "10", "60"}) {
+      const std::string tail = std::string(" --scale ") + scale + " --dtype " + dtype;
+      const Run d = run("decode --m 300 --splits 3 --threads 2 --reps 1 --quiet" + tail);
+      INFO(tail << "\n" << d.out << d.err);
+      CHECK(d.code == 0);
+      const Run r = run("ring --n 96 --ranks 4 --pass bwd --causal --quiet" + tail);
+      INFO(r.out << r.err);
+      CHECK(r.code == 0);
+    }
+  }
+  // --break: the FAIL is the lesson (exit 0); the D that no-d drops is shown, not judged.
+  const Run br = run("backward --break no-d --trace none");
+  CHECK(br.code == 0);
+  CHECK(has(br.out, "FAIL"));
+  CHECK(has(br.out, "not used in this run"));
+  const Run bj = run("backward --break no-d --json");
+  CHECK(has(bj.out, "\"verdict_D\":\"not used\""));
+  // softmax in fp64: draws beyond fp64 are refused up front, never printed as m = inf.
+  const Run sm = run("softmax --dtype fp64 --scale 1e308");
+  CHECK(sm.code == 2);
+  CHECK(sm.out.empty());
+  CHECK(has(sm.err, "x = randn * --scale"));
+  // fp32 dot products that overflow although every input fits: exit 1, nothing written.
+  write_inputs(12, 12, 4);
+  fd::Mat<double> q = fd::TorchGenerator(9).randn_matrix<double>(12, 4);
+  q(3, 1) = 3.0e38;
+  q(3, 2) = 3.0e38;
+  fd::write_npy("in_qbig.npy", q);
+  std::filesystem::remove("out_nan_o.npy");
+  const Run ov = run("forward --q in_qbig.npy --k in_k.npy --v in_v.npy --dtype fp32 --trace none"
+                     " --save-o out_nan_o.npy --save-lse out_nan_l.npy");
+  INFO(ov.out << ov.err);
+  CHECK(ov.code != 0);
+  CHECK_FALSE(std::filesystem::exists("out_nan_o.npy"));
+  CHECK_FALSE(std::filesystem::exists("out_nan_l.npy"));
+  CHECK_FALSE(has(ov.out, ": pass"));
+  CHECK(std::count(ov.err.begin(), ov.err.end(), '\n') == 1);
 }
