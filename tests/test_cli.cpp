@@ -1216,7 +1216,10 @@ TEST_CASE("ring: options checked, ranks beyond the rows refused, --device cuda's
       {"ring --device tpu", "--device", 2},
       {"ring --n 16384 --d 256 --dtype fp64 --pass bwd", "memory", 3},
   };
+  // The memory row needs about 40 GB: a machine that has them (the H200 host) would run it.
+  const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   for (const Bad& b : bad) {
+    if (b.code == 3 && memory > 32e9) continue;
     const Run r = run(b.args);
     INFO(b.args << " | " << r.err);
     CHECK(r.code == b.code);
