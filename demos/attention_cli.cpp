@@ -350,10 +350,10 @@ nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
 void refuse_nonfinite_at(const char* name, double value, index_t k, index_t cols, Precision p) {
   const std::string where =
       cols > 1 ? fmt::format("({}, {})", k / cols, k % cols) : fmt::format("[{}]", k);
-  throw Error(kCheckFailed,
-              tr(Msg::err_nonfinite_output, name, std::isnan(value) ? "NaN" : fmt::format("{}", value), where,
-                 precision_name(p), fmt::format("{:.5g}", largest_finite(p)),
-                 ui::overflow_hint(p)));
+  throw Error(
+      kCheckFailed,
+      tr(Msg::err_nonfinite_output, name, std::isnan(value) ? "NaN" : fmt::format("{}", value),
+         where, precision_name(p), fmt::format("{:.5g}", largest_finite(p)), ui::overflow_hint(p)));
 }
 
 void conclude(const AttentionOptions& o, const RunVerdict& verdict) {

@@ -12,10 +12,10 @@
 #include "cuda/cuda_api.hpp"
 #include "flashdemo/attention.hpp"
 #include "flashdemo/compare.hpp"
-#include "flashdemo/verdict.hpp"
 #include "flashdemo/impl.hpp"
 #include "flashdemo/tiling.hpp"
 #include "flashdemo/variant.hpp"
+#include "flashdemo/verdict.hpp"
 #include "recording.hpp"
 #include "ui/text_trace.hpp"
 

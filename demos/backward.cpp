@@ -148,8 +148,7 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   for (int k = 0; k < 3; ++k)
     if (o.mistake == Mistake::none || !saves[k]->empty())
       refuse_nonfinite(names[k], *mine[k], *refs[k], o.accumulator());
-  RunVerdict v =
-      judge_backward(judge, view(g.dQ), view(g.dK), view(g.dV), view(g.D), o.working());
+  RunVerdict v = judge_backward(judge, view(g.dQ), view(g.dK), view(g.dV), view(g.D), o.working());
   v.set_used("D", o.mistake != Mistake::no_d);  // no-d drops D: shown, not judged
   if (o.mistake != Mistake::none) print_drift(g, judge.ref, o);
   if (o.parts.results) print_results(v, o);

@@ -188,7 +188,8 @@ void conclude_run(const RunVerdict& verdict, Precision p) {
     case Outcome::fail:
       throw Error(kCheckFailed, ui::tr(ui::Msg::run_failed, verdict.failing()));
     case Outcome::no_verdict:
-      throw Error(kCheckFailed, ui::tr(ui::Msg::run_no_verdict, verdict.failing(), precision_name(p)));
+      throw Error(kCheckFailed,
+                  ui::tr(ui::Msg::run_no_verdict, verdict.failing(), precision_name(p)));
   }
 }
 

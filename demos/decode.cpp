@@ -87,8 +87,8 @@ Checked check_heads(const DecodeOptions& o, Precision p, const std::vector<HeadA
   }
   return all;
 }
-template Checked check_heads(const DecodeOptions&, Precision,
-                             const std::vector<HeadArrays<float>>&, index_t);
+template Checked check_heads(const DecodeOptions&, Precision, const std::vector<HeadArrays<float>>&,
+                             index_t);
 template Checked check_heads(const DecodeOptions&, Precision,
                              const std::vector<HeadArrays<double>>&, index_t);
 

@@ -13,9 +13,9 @@
 #include "common.hpp"
 #include "cuda/decode_api.hpp"
 #include "flashdemo/compare.hpp"
-#include "flashdemo/verdict.hpp"
 #include "flashdemo/impl.hpp"
 #include "flashdemo/split_kv.hpp"
+#include "flashdemo/verdict.hpp"
 
 namespace fd::demos::decoding {
 

@@ -5,10 +5,10 @@
 
 #include <array>
 #include <bit>
-#include <cstdio>
-#include <string>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "flashdemo/portable_math.hpp"
 #include "flashdemo/random.hpp"
@@ -45,12 +45,14 @@ std::string hex(std::uint64_t h) {
 
 double ulps(double got, long double ref) {  // |got - ref| in units of the last place of ref
   const double r = double(ref);
-  return double(std::abs((long double)got - ref)) / (std::nextafter(std::abs(r), INFINITY) - std::abs(r));
+  return double(std::abs((long double)got - ref)) /
+         (std::nextafter(std::abs(r), INFINITY) - std::abs(r));
 }
 
 }  // namespace
 
-TEST_CASE("portable exp and log: exact where the value is exact, near the correctly rounded value") {
+TEST_CASE(
+    "portable exp and log: exact where the value is exact, near the correctly rounded value") {
   CHECK(portable::exp(0.0) == 1.0);
   CHECK(portable::log(1.0) == 0.0);
   CHECK(portable::exp(0.0L) == 1.0L);
@@ -61,8 +63,8 @@ TEST_CASE("portable exp and log: exact where the value is exact, near the correc
   CHECK(portable::log(0.0) == -INFINITY);
   CHECK(std::isnan(portable::log(-1.0)));
   CHECK(std::isnan(portable::exp(NAN)));
-  CHECK(portable::log(2.0) == 0x1.62E42FEFA39EFp-1);                   // ln 2, correctly rounded
-  CHECK(portable::exp(1.0) == 0x1.5BF0A8B145769p1);                    // e, correctly rounded
+  CHECK(portable::log(2.0) == 0x1.62E42FEFA39EFp-1);  // ln 2, correctly rounded
+  CHECK(portable::exp(1.0) == 0x1.5BF0A8B145769p1);   // e, correctly rounded
   CHECK(std::abs(portable::log(2.0L) - 0xB.17217F7D1CF79ACp-4L) <= 0x1p-63L);
   Inputs in;
   double worst_exp = 0, worst_log = 0, worst_ld = 0;
@@ -105,10 +107,12 @@ TEST_CASE("the same bits on every machine: golden hashes of exp, log, sin, cos a
                  std::bit_cast<std::uint64_t>(sc.cos));
   }
   std::uint64_t h_randn = 0;
-  for (double v : TorchGenerator(0).randn(100)) h_randn = mix(h_randn, std::bit_cast<std::uint64_t>(v));
-  for (double v : TorchGenerator(7).randn(5)) h_randn = mix(h_randn, std::bit_cast<std::uint64_t>(v));
-  MESSAGE(hex(h_exp), " ", hex(h_log), " ", hex(h_ld), " ", hex(h_f), " ",
-          hex(h_trig), " ", hex(h_randn));
+  for (double v : TorchGenerator(0).randn(100))
+    h_randn = mix(h_randn, std::bit_cast<std::uint64_t>(v));
+  for (double v : TorchGenerator(7).randn(5))
+    h_randn = mix(h_randn, std::bit_cast<std::uint64_t>(v));
+  MESSAGE(hex(h_exp), " ", hex(h_log), " ", hex(h_ld), " ", hex(h_f), " ", hex(h_trig), " ",
+          hex(h_randn));
   CHECK(h_exp == 0xaa4090f80f7fae15ull);
   CHECK(h_log == 0x97b15dd9d1bf0037ull);
   CHECK(h_ld == 0xda56fc9e1b469b55ull);

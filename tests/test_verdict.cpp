@@ -87,8 +87,8 @@ TEST_CASE_TEMPLATE("forward: the tiled run passes; an O off by more than roundin
   }
 }
 
-TEST_CASE_TEMPLATE("backward: the FlashAttention-2 run passes; a wrong dQ fails; dO = 2 O", T, float,
-                   double) {
+TEST_CASE_TEMPLATE("backward: the FlashAttention-2 run passes; a wrong dQ fails; dO = 2 O", T,
+                   float, double) {
   TorchGenerator gen(5);
   const index_t n = 23, m = 31, d = 6;
   const Mat<T> Q = gen.randn_matrix<T>(n, d), K = gen.randn_matrix<T>(m, d),
@@ -96,8 +96,8 @@ TEST_CASE_TEMPLATE("backward: the FlashAttention-2 run passes; a wrong dQ fails;
   const AttnParams params{true, CausalAlign::top_left, {}};
   const ForwardResult<T> fwd = flash_forward(Q, K, V, params, TileSizes{4, 8});
   for (bool given : {true, false}) {
-    const BackwardJudge<T> j = backward_judge<T>(Q, K, V, given ? &dO : nullptr, params,
-                                                 precision_of<T>());
+    const BackwardJudge<T> j =
+        backward_judge<T>(Q, K, V, given ? &dO : nullptr, params, precision_of<T>());
     const Mat<T> up = given ? dO : Mat<T>(T(2) * fwd.O);
     const BackwardResult<T> g = flash_backward(Q, K, V, fwd, up, params, TileSizes{4, 8});
     const RunVerdict v =

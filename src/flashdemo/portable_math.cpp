@@ -5,8 +5,8 @@
 
 #include <array>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace fd::portable {
@@ -42,8 +42,8 @@ constexpr std::array<double, 9> kEvenFact = [] {
   for (int j = 0; j < 9; ++j) c[std::size_t(j)] = kFact18[std::size_t(2 * j)];
   return c;
 }();
-constexpr auto kOddLd = inverse_odds<long double, 15>();         // s^2 < 0.0295: < 1e-23
-constexpr auto kOddD = inverse_odds<double, 12>();               // < 1e-18
+constexpr auto kOddLd = inverse_odds<long double, 15>();  // s^2 < 0.0295: < 1e-23
+constexpr auto kOddD = inverse_odds<double, 12>();        // < 1e-18
 
 // ln 2 = ln2_hi + ln2_lo; ln2_hi holds its first 32 (double) or 40 (long double) bits, so k ln2_hi
 // is exact for every k an exponent can take.
@@ -99,17 +99,17 @@ long double exp(long double x) {
   const long double r = (x - k * kLn2HiLd) - k * kLn2LoLd;               // |r| <= ln2 / 2
   long double p = kFactLd[16];
   for (int j = 15; j >= 0; --j) p = kFactLd[std::size_t(j)] + r * p;  // sum r^j / j!
-  return std::ldexp(p, int(k));                                        // 2^k exp(r)
+  return std::ldexp(p, int(k));                                       // 2^k exp(r)
 }
 
 double exp(double x) {
   double out;
   if (exp_outside(x, 709.8, -746.0, &out)) return out;
-  const double k = round_near(x * 0x1.71547652B82FEp0);             // round(x log2 e)
-  const double r = fmadd(-k, kLn2LoD, x - k * kLn2HiD);             // x - k ln 2, |r| <= 0.35
+  const double k = round_near(x * 0x1.71547652B82FEp0);  // round(x log2 e)
+  const double r = fmadd(-k, kLn2LoD, x - k * kLn2HiD);  // x - k ln 2, |r| <= 0.35
   double p = kFactD[13];
   for (int j = 12; j >= 0; --j) p = fmadd(r, p, kFactD[std::size_t(j)]);  // sum r^j / j!
-  return times_pow2(p, int(k));                                            // 2^k exp(r)
+  return times_pow2(p, int(k));                                           // 2^k exp(r)
 }
 
 long double log(long double x) {
@@ -143,7 +143,8 @@ double log(double x) {
 SinCos sincos(double x) {
   if (!std::isfinite(x) || std::abs(x) > 0x1p19) return {std::sin(x), std::cos(x)};
   const double q = round_near(x * 0x1.45F306DC9C883p-1);  // round(x 2/pi)
-  const double r = fmadd(-q, 0x1.3198A2E037073p-69, (x - q * 0x1.921FB544p0) - q * 0x1.0B4611A6p-34);
+  const double r =
+      fmadd(-q, 0x1.3198A2E037073p-69, (x - q * 0x1.921FB544p0) - q * 0x1.0B4611A6p-34);
   const double r2 = r * r;
   double s = 0, c = 0;
   for (int j = 8; j >= 0; --j) {  // Horner in r^2 over (-1)^j / (2j+1)! and (-1)^j / (2j)!
@@ -153,10 +154,14 @@ SinCos sincos(double x) {
   }
   s *= r;
   switch (static_cast<std::int64_t>(q) & 3) {
-    case 0: return {s, c};
-    case 1: return {c, -s};
-    case 2: return {-s, -c};
-    default: return {-c, s};
+    case 0:
+      return {s, c};
+    case 1:
+      return {c, -s};
+    case 2:
+      return {-s, -c};
+    default:
+      return {-c, s};
   }
 }
 

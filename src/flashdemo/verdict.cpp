@@ -87,8 +87,7 @@ ForwardJudge<T> forward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
   ForwardJudge<T> j;
   j.ref = reference_forward<W>(Qw, Kw, Vw, params);
   j.naive = reference_forward<T>(Q, K, V, params, stored);
-  j.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, {}, j.ref, params), K.rows(),
-                          merges);
+  j.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, {}, j.ref, params), K.rows(), merges);
   return j;
 }
 
@@ -103,8 +102,8 @@ RunVerdict judge_forward(const ForwardJudge<T>& j, const MatView<T>& O, const Ve
 
 template <class T>
 BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
-                                const Mat<T>* dO_given, const AttnParams& params,
-                                Precision stored, index_t merges) {
+                                const Mat<T>* dO_given, const AttnParams& params, Precision stored,
+                                index_t merges) {
   using W = wider_t<T>;
   // Q, dO: n x d, K, V: m x d
   BackwardJudge<T> j;
@@ -112,7 +111,8 @@ BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
   const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
   j.dO = dO_given ? Mat<W>(dO_given->template cast<W>()) : Mat<W>(W(2) * j.forward.ref.O);
   j.ref = reference_backward<W>(Qw, Kw, Vw, j.dO, params);
-  const Mat<T> dO_naive = rounded<T>(dO_given ? *dO_given : Mat<T>(T(2) * j.forward.naive.O), stored);
+  const Mat<T> dO_naive =
+      rounded<T>(dO_given ? *dO_given : Mat<T>(T(2) * j.forward.naive.O), stored);
   j.naive = reference_backward<T>(Q, K, V, dO_naive, params, stored);
   j.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, j.dO, j.forward.ref, params),
                           K.rows(), merges);
@@ -130,15 +130,15 @@ RunVerdict judge_backward(const BackwardJudge<T>& j, const MatView<T>& dQ, const
   return v;
 }
 
-#define FD_INSTANTIATE(T)                                                                        \
-  template ForwardJudge<T> forward_judge(const Mat<T>&, const Mat<T>&, const Mat<T>&,           \
-                                         const AttnParams&, Precision, index_t);                \
-  template RunVerdict judge_forward(const ForwardJudge<T>&, const MatView<T>&,                  \
-                                    const VecView<T>&, Precision);                              \
-  template BackwardJudge<T> backward_judge(const Mat<T>&, const Mat<T>&, const Mat<T>&,         \
+#define FD_INSTANTIATE(T)                                                                         \
+  template ForwardJudge<T> forward_judge(const Mat<T>&, const Mat<T>&, const Mat<T>&,             \
+                                         const AttnParams&, Precision, index_t);                  \
+  template RunVerdict judge_forward(const ForwardJudge<T>&, const MatView<T>&, const VecView<T>&, \
+                                    Precision);                                                   \
+  template BackwardJudge<T> backward_judge(const Mat<T>&, const Mat<T>&, const Mat<T>&,           \
                                            const Mat<T>*, const AttnParams&, Precision, index_t); \
-  template RunVerdict judge_backward(const BackwardJudge<T>&, const MatView<T>&,                \
-                                     const MatView<T>&, const MatView<T>&, const VecView<T>&,   \
+  template RunVerdict judge_backward(const BackwardJudge<T>&, const MatView<T>&,                  \
+                                     const MatView<T>&, const MatView<T>&, const VecView<T>&,     \
                                      Precision);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

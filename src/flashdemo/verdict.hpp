@@ -87,17 +87,17 @@ template <class T>
 struct BackwardJudge {
   using W = wider_t<T>;
   ForwardJudge<T> forward;
-  Mat<W> dO;                  // the upstream gradient the reference differentiates with
-  ReferenceBackward<W> ref;   // dQ, dK, dV, D (and dP, dS) in W
-  ReferenceBackward<T> naive; // the same in T
-  Magnitudes<W> R;            // with the gradients' magnitudes
+  Mat<W> dO;                   // the upstream gradient the reference differentiates with
+  ReferenceBackward<W> ref;    // dQ, dK, dV, D (and dP, dS) in W
+  ReferenceBackward<T> naive;  // the same in T
+  Magnitudes<W> R;             // with the gradients' magnitudes
 };
 
 // dO_given: n x d, or null for dO = 2 O (each run its own O). `stored` as for the forward.
 template <class T>
 BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
-                                const Mat<T>* dO_given, const AttnParams& params,
-                                Precision stored, index_t merges = 0);
+                                const Mat<T>* dO_given, const AttnParams& params, Precision stored,
+                                index_t merges = 0);
 
 // dQ: n x d, dK, dV: m x d, D: n (empty: not judged), in precision p.
 template <class T>
