@@ -2271,8 +2271,9 @@ TEST_CASE("the verdict: merges pass at large scales, FAIL exits 1, no NaN is sav
   q(3, 2) = 3.0e38;
   fd::write_npy("in_qbig.npy", q);
   std::filesystem::remove("out_nan_o.npy");
-  const Run ov = run("forward --q in_qbig.npy --k in_k.npy --v in_v.npy --dtype fp32 --trace none"
-                     " --save-o out_nan_o.npy --save-lse out_nan_l.npy");
+  const Run ov =
+      run("forward --q in_qbig.npy --k in_k.npy --v in_v.npy --dtype fp32 --trace none"
+          " --save-o out_nan_o.npy --save-lse out_nan_l.npy");
   INFO(ov.out << ov.err);
   CHECK(ov.code != 0);
   CHECK_FALSE(std::filesystem::exists("out_nan_o.npy"));
