@@ -9,11 +9,11 @@
 #include <fstream>
 #include <thread>
 
-#include "flashdemo/compare.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
-#include "flashdemo/file_io.hpp"
-#include "flashdemo/npy.hpp"
-#include "flashdemo/precision.hpp"
+#include "flashdemo/io/file_io.hpp"
+#include "flashdemo/io/npy.hpp"
+#include "flashdemo/host_device/precision.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
 #include "ui/mistakes.hpp"

@@ -1,6 +1,6 @@
 // attention_cli.hpp — what `forward` and `backward` share: their options (sizes or .npy inputs,
 // mask, precision, mistakes), the problem header, and the verdict lines of the correctness rule
-// (src/flashdemo/compare.hpp; docs/correctness.md).
+// (src/flashdemo/judge/compare.hpp; docs/correctness.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "common.hpp"
-#include "cuda/cuda_api.hpp"
+#include "cuda/host/cuda_api.hpp"
 #include "flashdemo/attention.hpp"
-#include "flashdemo/compare.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/impl.hpp"
-#include "flashdemo/tiling.hpp"
-#include "flashdemo/variant.hpp"
-#include "flashdemo/verdict.hpp"
+#include "flashdemo/host_device/tiling.hpp"
+#include "flashdemo/teaching/variant.hpp"
+#include "flashdemo/judge/verdict.hpp"
 #include "recording.hpp"
 #include "ui/text_trace.hpp"
 

@@ -3,7 +3,7 @@
 //   event, impl, device, dtype, pass, b, h, n, m, d, causal, median_ms, min_ms, max_ms, reps,
 //   tflops, verified, verified_rows, max_error, error_bound; on the CPU also threads, peak_bytes
 // The mechanics (FLOPs, inputs, verification before timing, the timing loop, peak memory, the CPU
-// GEMM ceiling) are the library's (flashdemo/benchmark.hpp, shared with `flashdemo ladder`); this
+// GEMM ceiling) are the library's (flashdemo/tools/benchmark.hpp, shared with `flashdemo ladder`); this
 // file chooses what runs (the CPU paths, or a GPU rung through device.hpp) and prints.
 #include "bench.hpp"
 
@@ -14,9 +14,9 @@
 #include <memory>
 
 #include "attention_cli.hpp"
-#include "cuda/cuda_api.hpp"
+#include "cuda/host/cuda_api.hpp"
 #include "device.hpp"
-#include "flashdemo/benchmark.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "common.hpp"
-#include "flashdemo/file_io.hpp"
-#include "flashdemo/grade.hpp"
-#include "flashdemo/npy.hpp"
+#include "flashdemo/io/file_io.hpp"
+#include "flashdemo/judge/grade.hpp"
+#include "flashdemo/io/npy.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"

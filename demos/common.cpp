@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "flashdemo/file_io.hpp"
-#include "flashdemo/random.hpp"
+#include "flashdemo/io/file_io.hpp"
+#include "flashdemo/io/random.hpp"
 #include "ui/i18n.hpp"
 #include "ui/verdict.hpp"
 

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "flashdemo/attention.hpp"
-#include "flashdemo/benchmark.hpp"
-#include "flashdemo/precision.hpp"
+#include "flashdemo/tools/benchmark.hpp"
+#include "flashdemo/host_device/precision.hpp"
 #include "ui/i18n.hpp"
 
-#include "flashdemo/verdict.hpp"
+#include "flashdemo/judge/verdict.hpp"
 
 namespace fd::demos {
 

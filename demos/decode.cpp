@@ -1,5 +1,5 @@
 // decode.cpp — `flashdemo decode`: split-KV attention ("flash-decoding") on the CPU. The library
-// (flashdemo/split_kv.hpp) plans the splits, computes them on OpenMP threads and merges them
+// (flashdemo/at_scale/split_kv.hpp) plans the splits, computes them on OpenMP threads and merges them
 // (online_softmax.hpp: merge_splits); this file prints the problem, the plan, the splits and their
 // L_s, the merge of the first rows, the verdict against the reference (compare.hpp: the 2x rule),
 // and the timing of S splits and of S = 1 beside a parallel read of as many bytes
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "common.hpp"
-#include "flashdemo/benchmark.hpp"
-#include "flashdemo/compare.hpp"
-#include "flashdemo/online_softmax.hpp"
-#include "flashdemo/reference.hpp"
-#include "flashdemo/split_kv.hpp"
+#include "flashdemo/tools/benchmark.hpp"
+#include "flashdemo/judge/compare.hpp"
+#include "flashdemo/host_device/online_softmax.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "flashdemo/at_scale/split_kv.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
 #include "ui/output.hpp"

@@ -1,5 +1,5 @@
 // decode_gpu.cpp — `flashdemo decode --device cuda`: split-KV attention on the GPU
-// (cuda/decode.cuh, one thread block per (head, query-row group, split), the group's last block
+// (cuda/at_scale/decode.cuh, one thread block per (head, query-row group, split), the group's last block
 // merging). The plan is the CPU's heuristic with workers W = SMs x the kernel's resident blocks per
 // SM; the output is the CPU decode's (the plan, the splits' L_s, the merge, the verdict of the
 // first and the last head against the reference, decode_parts.hpp), then the kernel's time and the

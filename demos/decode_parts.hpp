@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "common.hpp"
-#include "cuda/decode_api.hpp"
-#include "flashdemo/compare.hpp"
+#include "cuda/host/decode_api.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/impl.hpp"
-#include "flashdemo/split_kv.hpp"
-#include "flashdemo/verdict.hpp"
+#include "flashdemo/at_scale/split_kv.hpp"
+#include "flashdemo/judge/verdict.hpp"
 
 namespace fd::demos::decoding {
 

@@ -3,7 +3,7 @@
 
 #include <fmt/core.h>
 
-#include "cuda/cuda_api.hpp"
+#include "cuda/host/cuda_api.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
 #include "ui/output.hpp"
 

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "attention_cli.hpp"
-#include "cuda/cuda_api.hpp"
-#include "flashdemo/benchmark.hpp"
-#include "flashdemo/flash_backward.hpp"
-#include "flashdemo/flash_forward.hpp"
+#include "cuda/host/cuda_api.hpp"
+#include "flashdemo/tools/benchmark.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
+#include "flashdemo/teaching/flash_forward.hpp"
 
 namespace fd::demos {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "cuda/cuda_api.hpp"
+#include "cuda/host/cuda_api.hpp"
 #include "device.hpp"
 #include "recording.hpp"
 #include "ui/output.hpp"

@@ -1,6 +1,6 @@
 // ladder.cpp — `flashdemo ladder`: every GPU rung of flashdemo/impl.hpp (kGpuRungs: teaching, simt,
 // tc, mma, hopper), bottom to top, on one case, in one table. Each rung is run, verified and timed
-// exactly as `bench` does it (flashdemo/benchmark.hpp: the same inputs, FLOPs, sampled
+// exactly as `bench` does it (flashdemo/tools/benchmark.hpp: the same inputs, FLOPs, sampled
 // verification before timing, device-timed runs); teaching and simt in fp32, tc, mma and hopper
 // in --dtype (bf16 or fp16); --pass fwd or bwd (the backward: teaching and mma; simt, tc and
 // hopper refuse it; hopper fails with its reason on a GPU other than sm_90). Above the
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "common.hpp"
-#include "cuda/cuda_api.hpp"
+#include "cuda/host/cuda_api.hpp"
 #include "device.hpp"
-#include "flashdemo/benchmark.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "flashdemo/impl.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"

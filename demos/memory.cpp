@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "flashdemo/io_model.hpp"
+#include "flashdemo/tools/io_model.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"

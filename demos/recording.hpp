@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "flashdemo/file_io.hpp"
+#include "flashdemo/io/file_io.hpp"
 #include "ui/json_trace.hpp"
 
 namespace fd::demos {

@@ -1,8 +1,8 @@
 // ring.cpp — `flashdemo ring`: context-parallel (ring) attention on the CPU or on GPUs. The library
-// (flashdemo/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0; the ranks
+// (flashdemo/at_scale/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0; the ranks
 // are MPI processes when mpirun started this one and the build has MPI (src/mpi/mpi_ring.hpp),
 // else threads of this process (ring_transport.hpp: InProcessRing), and the text says which.
-// --device cuda (cuda/ring_api.hpp): one GPU per rank, local rank r on GPU r of its node, the
+// --device cuda (cuda/host/ring_api.hpp): one GPU per rank, local rank r on GPU r of its node, the
 // blocks passed by NCCL under mpirun; without mpirun one rank on GPU 0. This file checks the
 // options (the same on every rank, before MPI starts, so all refuse together; whether each rank
 // has a GPU is agreed once MPI runs), and on rank 0 only prints the blocks, the schedule (ranks x
@@ -24,13 +24,13 @@
 #include <vector>
 
 #include "common.hpp"
-#include "cuda/ring_api.hpp"
+#include "cuda/host/ring_api.hpp"
 #include "device.hpp"
-#include "flashdemo/benchmark.hpp"
-#include "flashdemo/compare.hpp"
-#include "flashdemo/reference.hpp"
-#include "flashdemo/ring.hpp"
-#include "flashdemo/verdict.hpp"
+#include "flashdemo/tools/benchmark.hpp"
+#include "flashdemo/judge/compare.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "flashdemo/at_scale/ring.hpp"
+#include "flashdemo/judge/verdict.hpp"
 #include "mpi/mpi_ring.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "flashdemo/file_io.hpp"
-#include "flashdemo/npy.hpp"
-#include "flashdemo/random.hpp"
-#include "flashdemo/softmax.hpp"
+#include "flashdemo/io/file_io.hpp"
+#include "flashdemo/io/npy.hpp"
+#include "flashdemo/io/random.hpp"
+#include "flashdemo/teaching/softmax.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "flashdemo/attention.hpp"
-#include "flashdemo/compare.hpp"
-#include "flashdemo/reference.hpp"
+#include "flashdemo/judge/compare.hpp"
+#include "flashdemo/reference/reference.hpp"
 
 namespace fd::test {
 

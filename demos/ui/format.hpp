@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "flashdemo/tiling.hpp"
+#include "flashdemo/host_device/tiling.hpp"
 
 namespace fd::ui {
 

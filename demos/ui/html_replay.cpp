@@ -2,7 +2,7 @@
 // words (see html_replay.hpp).
 #include "ui/html_replay.hpp"
 
-#include "flashdemo/file_io.hpp"
+#include "flashdemo/io/file_io.hpp"
 
 #include <cerrno>
 #include <cstdio>

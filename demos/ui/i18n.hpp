@@ -2,7 +2,7 @@
 //
 // Each message is one line of an X-macro list in demos/ui/messages/*.inc:
 //   FD_MSG(key, "English text with {} fields", "中文，字段 {} 相同")
-// Both languages must be present with the same {} fields (tests/test_i18n.cpp checks).
+// Both languages must be present with the same {} fields (tests/cli/test_i18n.cpp checks).
 // Text goes through fmt, whose widths count a CJK character as two columns, so tables stay
 // aligned in Chinese.
 #pragma once

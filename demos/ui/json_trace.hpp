@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "flashdemo/trace.hpp"
+#include "flashdemo/teaching/trace.hpp"
 
 namespace fd::ui {
 

@@ -1,4 +1,4 @@
-// mistakes.cpp — the lab's catalogue of classic mistakes (see flashdemo/variant.hpp); the words
+// mistakes.cpp — the lab's catalogue of classic mistakes (see flashdemo/teaching/variant.hpp); the words
 // are in messages/mistakes.inc.
 #include "ui/mistakes.hpp"
 

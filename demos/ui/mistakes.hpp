@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "flashdemo/variant.hpp"
+#include "flashdemo/teaching/variant.hpp"
 #include "ui/i18n.hpp"
 
 namespace fd::ui {

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "flashdemo/trace.hpp"
+#include "flashdemo/teaching/trace.hpp"
 
 namespace fd::ui {
 

@@ -4,8 +4,8 @@
 #include <optional>
 #include <vector>
 
-#include "flashdemo/tiling.hpp"
-#include "flashdemo/trace.hpp"
+#include "flashdemo/host_device/tiling.hpp"
+#include "flashdemo/teaching/trace.hpp"
 
 namespace fd::ui {
 

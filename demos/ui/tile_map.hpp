@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "flashdemo/mask.hpp"
-#include "flashdemo/tiling.hpp"
+#include "flashdemo/host_device/mask.hpp"
+#include "flashdemo/host_device/tiling.hpp"
 
 namespace fd::ui {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "flashdemo/compare.hpp"
+#include "flashdemo/judge/compare.hpp"
 
 namespace fd::ui {
 

@@ -9,8 +9,8 @@
 #include <Eigen/Core>
 #include <cmath>
 
-#include "flashdemo/host_device.hpp"
-#include "flashdemo/mask.hpp"
+#include "flashdemo/host_device/base.hpp"
+#include "flashdemo/host_device/mask.hpp"
 #include "flashdemo/params.hpp"
 
 namespace fd {

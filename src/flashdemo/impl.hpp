@@ -2,7 +2,7 @@
 // at one switch (demos/device.cpp):
 //   CPU   teaching  the tiled algorithm as written (flash_forward, flash_backward), traced
 //         fast      the same tiles and numerics with register-blocked products and threads
-//   CUDA  teaching  the teaching kernels (src/cuda/kernels.cuh): one thread per row
+//   CUDA  teaching  the teaching kernels (src/cuda/rungs/teaching.cuh): one thread per row
 //         simt      fp32 on CUDA cores, register-tiled: each thread owns 4 x 4 of S and of O
 //         tc        bf16/fp16 on tensor cores: mma.sync.m16n8k16 fed by ldmatrix, P kept in
 //                   registers as the A operand of P V; K and V loaded, then computed on

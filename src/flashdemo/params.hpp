@@ -7,8 +7,8 @@
 #include <cmath>
 #include <optional>
 
-#include "flashdemo/host_device.hpp"
-#include "flashdemo/mask.hpp"
+#include "flashdemo/host_device/base.hpp"
+#include "flashdemo/host_device/mask.hpp"
 
 namespace fd {
 

@@ -13,7 +13,7 @@
 
 #include <memory>
 
-#include "flashdemo/ring_transport.hpp"
+#include "flashdemo/at_scale/ring_transport.hpp"
 
 namespace fd::mpi {
 

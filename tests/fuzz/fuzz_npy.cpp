@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "flashdemo/npy.hpp"
+#include "flashdemo/io/npy.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = "/tmp/flashdemo_fuzz_" + std::to_string(getpid()) + ".npy";

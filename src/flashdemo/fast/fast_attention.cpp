@@ -17,8 +17,8 @@
 
 #include "flashdemo/fast/tile_product.hpp"
 #include "flashdemo/fast/vector_exp.hpp"
-#include "flashdemo/online_softmax.hpp"
-#include "flashdemo/tile_math.hpp"
+#include "flashdemo/host_device/online_softmax.hpp"
+#include "flashdemo/host_device/tile_math.hpp"
 
 namespace fd::fast {
 namespace {

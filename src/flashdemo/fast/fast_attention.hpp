@@ -36,7 +36,7 @@
 #pragma once
 
 #include "flashdemo/params.hpp"
-#include "flashdemo/tiling.hpp"
+#include "flashdemo/host_device/tiling.hpp"
 
 namespace fd::fast {
 

@@ -1,0 +1,310 @@
+// decode.cuh — split-KV decoding on the GPU ("flash-decoding"): a few query rows of each head
+// against a long KV cache, the keys cut into S splits, one thread block per (head, query-row
+// group, split), each giving its normalized part in fp32, merged exactly by the group's last block.
+//
+// Block (unit = (head, row group g), split s): rows q of the group (Br <= R of them), the keys
+// K_s = split_keys(tiling, S, s) (host_device/split_keys.hpp), each row up to the last key the mask
+// lets it see (mask.hpp). Per row, in base 2 with c = scale log2(e) (online_softmax.hpp:
+// rescale_factor2, exp2_shift, finalize2):
+//   S2_qk = c <Q_q, K_k>
+//   m2' = max(m2, max_k S2_qk),  alpha = 2^(m2 - m2'),  l = alpha l + sum_k 2^(S2_qk - m2'),
+//   O = alpha O + sum_k 2^(S2_qk - m2') V_k
+// and at the end of the split
+//   L_s = m2 ln 2 + log l,   O_s = O / l            (0 and -inf when the row saw no key of it)
+// written to the partials (fp32: heads x S x n x d and heads x S x n). The last block of the unit
+// to finish (a counter per unit, which it resets) merges the S parts, one column per thread
+// (online_softmax.hpp: merge_splits):
+//   L = logsumexp_s L_s,   O = sum_s exp(L_s - L) O_s           (O stored in E, L in fp32)
+//
+// Threads: 4 warps. A key row of d elements of E is G = d / (16 / sizeof E) 16-byte chunks:
+// lane = G j + c reads chunk c of key j of every warp-wide load (32 / G keys, 512 contiguous
+// bytes), U = 4 loads of K and 4 of V in flight per lane before any arithmetic. Each lane keeps
+// chunk c of the group's q rows in fp32 registers; its part of each dot product is summed over
+// the G lanes of the key by shuffles; each group of G lanes keeps its own online-softmax state
+// per row (m2, l, the same in its G lanes) and chunk c of O. At the end the 32 / G states of a
+// warp merge by shuffles, the 4 warps' through shared memory, with the same rescale factors.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/primitives/element.cuh"
+#include "cuda/primitives/ptx.cuh"
+#include "flashdemo/host_device/mask.hpp"
+#include "flashdemo/host_device/online_softmax.hpp"
+#include "flashdemo/host_device/split_keys.hpp"
+#include "flashdemo/host_device/tiling.hpp"
+
+namespace fd::cuda {
+
+template <class E, int D>
+struct DecodeLayout {
+  static constexpr int kPer = 16 / int(sizeof(E));  // elements of one 16-byte load
+  static constexpr int G = D / kPer;                // lanes per key row
+  static constexpr int kKeysPerLoad = 32 / G;       // keys of one warp-wide load
+  static constexpr int U = 4;                       // loads of K (and of V) in flight
+  static constexpr int kWarps = 4, kThreads = 32 * kWarps;
+  static constexpr int kWarpKeys = kKeysPerLoad * U;    // keys of a warp per step
+  static constexpr int kStepKeys = kWarps * kWarpKeys;  // keys of the block per step
+  static_assert(G >= 1 && G <= 32 && 32 % G == 0, "a key row must be 1 to 32 16-byte chunks");
+};
+
+template <class E>
+struct DecodeArgs {
+  const E *Q, *K, *V;      // heads x n x d, heads x m x d, heads x m x d
+  E* O;                    // heads x n x d
+  float* L;                // heads x n
+  float *O_part, *L_part;  // heads x S x n x d, heads x S x n
+  unsigned* done;          // per unit: the splits finished so far (0 between launches)
+  index_t n, m, splits;
+  Tiling tiling;  // Br: rows per group (<= R), Bc: keys per tile (splits are whole tiles)
+  Mask mask;
+  float scale2;  // scale log2(e)
+};
+
+// One row group's running state in a lane: per row m2, l (its key group's) and chunk c of O.
+template <int R, int kPer>
+struct DecodeState {
+  float m2[R], l[R], o[R][kPer];
+};
+
+// The kPer values of a 16-byte load, in fp32.
+template <class E, int kPer>
+__device__ inline void to_floats(const uint4& raw, float (&x)[kPer]) {
+  const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<E, float>) {
+      x[i] = __uint_as_float(w[i]);
+    } else if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+      x[2 * i] = __uint_as_float(w[i] << 16);  // bf16 is fp32's upper half
+      x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    } else {
+      __half2 h;
+      memcpy(&h, &w[i], 4);
+      const float2 f = __half22float2(h);
+      x[2 * i] = f.x, x[2 * i + 1] = f.y;
+    }
+  }
+}
+
+// Reads through L2 only (ld.global.cg), indexed like a const float*: the partials that other
+// blocks wrote during this launch, which a stale line of this SM's L1 must not answer.
+struct Uncached {
+  const float* p;
+  __device__ float operator[](index_t i) const { return __ldcg(p + i); }
+  __device__ Uncached operator+(index_t i) const { return {p + i}; }
+};
+
+// One step of the block over kStepKeys keys from `base`: this warp's kWarpKeys of them, key j of
+// each of its U loads. Checked: keys at or past key_end are not read, and row r's scores at or
+// past row_end[r] are -inf; unchecked steps lie wholly below every row's end.
+template <class E, int D, int R, bool kChecked>
+__device__ inline void decode_step(const DecodeArgs<E>& a, const E* K, const E* V, index_t base,
+                                   index_t key_end, const index_t (&row_end)[R],
+                                   const float (&q)[R][DecodeLayout<E, D>::kPer],
+                                   DecodeState<R, DecodeLayout<E, D>::kPer>& st, int warp, int j,
+                                   int c) {
+  using Lay = DecodeLayout<E, D>;
+  constexpr int U = Lay::U, kPer = Lay::kPer;
+  index_t key[U];
+  uint4 kr[U], vr[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) key[u] = base + warp * Lay::kWarpKeys + u * Lay::kKeysPerLoad + j;
+#pragma unroll
+  for (int u = 0; u < U; ++u)  // every load of the step in flight before any arithmetic
+    kr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(K + key[u] * D + c * kPer)
+                                          : make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    vr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(V + key[u] * D + c * kPer)
+                                          : make_uint4(0, 0, 0, 0);
+  float s[R][U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    float k[kPer];
+    to_floats<E>(kr[u], k);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) dot = fmaf(q[r][i], k[i], dot);  // chunk c of <Q_q, K_k>
+      s[r][u] = dot;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int off = Lay::G / 2; off > 0; off /= 2)  // the G chunks of the key's row
+        s[r][u] += __shfl_xor_sync(0xffffffffu, s[r][u], off);
+      s[r][u] *= a.scale2;                                               // S2 = c <Q_q, K_k>
+      if (kChecked && key[u] >= row_end[r]) s[r][u] = neg_inf<float>();  // masked, or past the end
+    }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float m_new = st.m2[r];
+#pragma unroll
+    for (int u = 0; u < U; ++u) m_new = fmaxf(m_new, s[r][u]);  // m2' = max(m2, max_k S2)
+    const float alpha = rescale_factor2(st.m2[r], m_new), shift = exp2_shift(m_new);
+    st.l[r] *= alpha;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) st.o[r][i] *= alpha;  // O = alpha O
+#pragma unroll
+    for (int u = 0; u < U; ++u) st.l[r] += (s[r][u] = exp2f(s[r][u] - shift));  // l += p
+    st.m2[r] = m_new;
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    float v[kPer];
+    to_floats<E>(vr[u], v);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) st.o[r][i] = fmaf(s[r][u], v[i], st.o[r][i]);  // O += p V_k
+  }
+}
+
+// Merges the states of the lanes `off` apart (off = G, 2G, .. 16: the key groups of the warp).
+template <int R, int kPer>
+__device__ inline void merge_lanes(DecodeState<R, kPer>& st, int off) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float m_o = __shfl_xor_sync(0xffffffffu, st.m2[r], off);
+    const float l_o = __shfl_xor_sync(0xffffffffu, st.l[r], off);
+    const float m_new = fmaxf(st.m2[r], m_o);
+    const float a = rescale_factor2(st.m2[r], m_new), b = rescale_factor2(m_o, m_new);
+    st.l[r] = a * st.l[r] + b * l_o;  // l = 2^(m2_a - m2') l_a + 2^(m2_b - m2') l_b
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+      st.o[r][i] = a * st.o[r][i] + b * __shfl_xor_sync(0xffffffffu, st.o[r][i], off);
+    st.m2[r] = m_new;
+  }
+}
+
+// The warps' states in shared memory: per warp and row m2, l and O's d columns.
+template <int R, int D, int kWarps>
+struct DecodeShared {
+  float m2[kWarps][R], l[kWarps][R], o[kWarps][R][D];
+};
+
+// Partial (O_s, L_s) of the block's rows from the warps' states, one (row, column) per thread.
+template <class E, int D, int R>
+__device__ void write_part(const DecodeArgs<E>& a, const DecodeShared<R, D, 4>& sh, Range rows,
+                           index_t part) {
+  for (int item = int(threadIdx.x); item < R * D; item += int(blockDim.x)) {
+    const int r = item / D, x = item % D;
+    if (r >= rows.size()) break;
+    float M = neg_inf<float>();
+    for (int w = 0; w < 4; ++w) M = fmaxf(M, sh.m2[w][r]);
+    float l = 0.0f, o = 0.0f;
+    for (int w = 0; w < 4; ++w) {
+      const float f = rescale_factor2(sh.m2[w][r], M);
+      l = fmaf(f, sh.l[w][r], l);
+      o = fmaf(f, sh.o[w][r][x], o);
+    }
+    const index_t q = rows.begin + r;
+    a.O_part[(part + q) * D + x] = l > 0.0f ? o / l : 0.0f;  // O_s = O / l
+    if (x == 0) a.L_part[part + q] = finalize2(M, l);        // L_s = m2 ln 2 + log l
+  }
+}
+
+// The unit's S <= kMaxSplits parts merged, in split order, one (row, column) per thread. The
+// rows' L_s are read into shared memory once, all at a time (each thread would read each of them
+// up to 3 times otherwise, one after another); the O_s through L2.
+template <class E, int D, int R>
+__device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
+  const index_t n = a.n, S = a.splits;
+  __shared__ float L_rows[R][kMaxSplits];
+  const int parts = int(S), count = parts * int(rows.size());  // (32-bit: S <= 128, <= R rows)
+  for (int k = int(threadIdx.x); k < count; k += int(blockDim.x)) {
+    const int r = k / parts, s = k % parts;
+    L_rows[r][s] = __ldcg(a.L_part + (head * S + s) * n + rows.begin + r);
+  }
+  __syncthreads();
+  for (int item = int(threadIdx.x); item < R * D; item += int(blockDim.x)) {
+    const int r = item / D, x = item % D;
+    if (r >= rows.size()) break;
+    const index_t q = rows.begin + r;
+    const Uncached O_s{a.O_part + (head * S * n + q) * D + x};
+    float o;  // column x of O
+    const float L = merge_splits(O_s, n * D, L_rows[r], 1, S, index_t(1), &o);
+    a.O[(head * n + q) * D + x] = to_element<E>(o);
+    if (x == 0) a.L[head * n + q] = L;
+  }
+}
+
+template <class E, int D, int R>
+__global__ void __launch_bounds__(DecodeLayout<E, D>::kThreads)
+    decode_kernel(const DecodeArgs<E> a) {
+  using Lay = DecodeLayout<E, D>;
+  constexpr int kPer = Lay::kPer;
+  static_assert(Lay::kWarps == 4, "write_part reads 4 warps' states");
+  // (32-bit quotients: the grid has fewer than 2^31 blocks)
+  const unsigned splits = unsigned(a.splits), groups = unsigned(a.tiling.Tr());
+  const index_t S = a.splits, unit = blockIdx.x / splits, s = blockIdx.x % splits;
+  const index_t head = unsigned(unit) / groups;
+  const Range rows = a.tiling.rows(unsigned(unit) % groups);
+  const Range keys = split_keys(a.tiling, S, s);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int j = lane / Lay::G, c = lane % Lay::G;  // key j of a load, chunk c of its row
+
+  // Row r sees the split's keys below row_end[r]; rows past the group's end see none.
+  index_t row_end[R];
+  float q[R][kPer];
+  DecodeState<R, kPer> st;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const bool real = r < rows.size();
+    row_end[r] = real ? fmin2(keys.end, a.mask.visible_keys(rows.begin + r)) : keys.begin;
+    const uint4 raw =
+        real ? *reinterpret_cast<const uint4*>(a.Q + (head * a.n + rows.begin + r) * D + c * kPer)
+             : make_uint4(0, 0, 0, 0);
+    to_floats<E>(raw, q[r]);
+    st.m2[r] = neg_inf<float>(), st.l[r] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) st.o[r][i] = 0.0f;
+  }
+  // Every row sees all keys below the first row's end (visible_keys grows with q); the last row
+  // sees the most.
+  const index_t all_see = row_end[0];
+  const index_t some_see = fmin2(keys.end, a.mask.visible_keys(rows.end - 1));
+  const E* K = a.K + head * a.m * D;
+  const E* V = a.V + head * a.m * D;
+  index_t base = keys.begin;
+  for (; base + Lay::kStepKeys <= all_see; base += Lay::kStepKeys)
+    decode_step<E, D, R, false>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
+  for (; base < some_see; base += Lay::kStepKeys)
+    decode_step<E, D, R, true>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
+
+#pragma unroll
+  for (int off = Lay::G; off < 32; off *= 2) merge_lanes(st, off);
+  __shared__ DecodeShared<R, D, 4> sh;
+  if (j == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) sh.o[warp][r][c * kPer + i] = st.o[r][i];
+      if (c == 0) sh.m2[warp][r] = st.m2[r], sh.l[warp][r] = st.l[r];
+    }
+  }
+  __syncthreads();
+  write_part<E, D, R>(a, sh, rows, (head * S + s) * a.n);
+
+  // The last of the unit's S blocks to get here merges (threadFenceReduction's pattern).
+  __shared__ bool last;
+  __threadfence();  // this block's partials, visible to every block before the count says so
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(a.done + unit, 1u) == unsigned(S - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  merge_unit<E, D, R>(a, head, rows);
+  if (threadIdx.x == 0) a.done[unit] = 0;  // ready for the next launch
+}
+
+}  // namespace fd::cuda

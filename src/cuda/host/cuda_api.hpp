@@ -1,0 +1,117 @@
+// cuda_api.hpp — the GPU paths as the rest of flashdemo sees them: plain host pointers, no CUDA
+// headers, so the tool builds the same with CUDA or without it (then every call says so).
+//
+// Layout of every array: (b, h, rows, d) row-major, one head after another; L and D: (b, h, n).
+// The kernels compute exactly the tiled algorithms of flash_forward.hpp and flash_backward.hpp,
+// with the same tile math (tile_math.hpp, online_softmax.hpp, mask.hpp), on the device.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "flashdemo/impl.hpp"
+#include "flashdemo/params.hpp"
+#include "flashdemo/host_device/tiling.hpp"
+#include "flashdemo/teaching/trace.hpp"
+#include "flashdemo/teaching/variant.hpp"
+
+namespace fd::cuda {
+
+// A GPU problem or run that cannot happen (no GPU, no CUDA in this build, a CUDA error).
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Why no GPU answered, for the caller to say in its own words (GpuInfo::why says it in English).
+enum class NoGpu { none, not_built, no_driver, no_device, cuda_error };
+
+struct GpuInfo {
+  bool built = false;     // compiled with CUDA
+  bool present = false;   // a device answered
+  std::string name, why;  // why: the reason when absent, in English (cuda_error: CUDA's text)
+  NoGpu absent = NoGpu::none;
+  int sms = 0, cc_major = 0, cc_minor = 0;
+  std::size_t smem_per_block = 0, global_bytes = 0;
+  std::string runtime_version, driver_version;  // driver_version empty: no driver
+};
+
+GpuInfo gpu_info();
+
+struct Shape {
+  index_t b = 1, h = 1, n = 1, m = 1, d = 1;
+  index_t heads() const { return b * h; }
+};
+
+// What the forward kernel recorded for head 0 when asked: per computed tile, per row, the
+// state before and after (the same numbers a CPU TileEvent carries).
+struct KernelTrace {
+  Tiling tiling;
+  std::vector<char> computed;                  // Tr x Tc
+  std::vector<double> m_old, m_new, alpha, l;  // Tr x Tc x Br each
+  std::vector<double> final_m, final_l;        // n
+};
+
+// Replays a KernelTrace into a sink in the CPU path's order: i outer, j inner, a TileEvent per
+// computed tile, a TileSkippedEvent per skipped one, a RowsFinalEvent per query tile.
+void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double>& L,
+            TraceSink& sink);
+
+enum class Pass { fwd, bwd };
+
+// The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc, mma
+// and hopper have theirs fixed at compile time (hopper's 128 x 128, mma's forward 128 x 64, its
+// backward and the others 64 x 64), then capped at n and m as the CPU's are.
+inline TileSizes kernel_tiles(Impl impl, index_t, Pass pass = Pass::fwd) {
+  if (impl == Impl::hopper) return TileSizes{128, 128};
+  return impl == Impl::mma && pass == Pass::fwd ? TileSizes{128, 64} : TileSizes{64, 64};
+}
+
+// What a rung accepts, or why not: the reason (for the caller to say in its own words) and the
+// same in English; why = none when the rung runs the case.
+struct Refusal {
+  enum class Why { none, cpu_only, needs_fp32, needs_bf16_fp16, d_unsupported, no_backward };
+  Why why = Why::none;
+  std::string english;
+  explicit operator bool() const { return why != Why::none; }
+};
+// The backward runs on teaching and mma; simt and tc compute the forward only.
+Refusal refuses(Impl impl, index_t d, Precision p_in, Pass pass = Pass::fwd);
+
+// Forward on the GPU, host arrays in and out. L: b*h*n; L_lo (L's rounding error, when not
+// null) likewise; the simt, tc and mma rungs write L_lo = 0. trace (head 0) when not null.
+// tc and mma take bf16 or fp16 (variant.p_in): the host arrays hold values of that format, in T.
+template <class T>
+void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, Impl impl,
+             const T* Q, const T* K, const T* V, T* O, T* L, T* L_lo = nullptr,
+             KernelTrace* trace = nullptr);
+
+// Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
+// through fp32 atomics or, with deterministic, in a separate pass over query tiles, bit-
+// reproducible (teaching and mma; mma takes bf16/fp16 in variant.p_in, its tiles fixed). L_lo
+// may be null.
+template <class T>
+void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, Impl impl,
+              bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
+              const T* L_lo, const T* dO, T* dQ, T* dK, T* dV, T* D);
+
+// Timing on device-resident data: median/min/max milliseconds of `reps` runs after warm-up,
+// with CUDA events. The inputs are the host arrays given (copied once).
+struct Timing {
+  std::vector<double> ms;
+};
+// impl: the rung timed (the backward: teaching and mma); variant.p_in: bf16/fp16 for tc and mma.
+template <class T>
+Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
+                    Impl impl, Pass pass, bool deterministic, const T* Q, const T* K, const T* V,
+                    const T* dO, int warmup, int reps);
+
+// The bf16 GEMM ceiling: TFLOP/s of cuBLAS's bf16 GEMM (fp32 accumulation), n x n x n, median of
+// reps after warm-up. cuBLAS is loaded at run time (dlopen), so the tool does not depend on it;
+// CudaError when it cannot be found.
+double gemm_tflops_bf16(index_t n, int reps);
+
+// The tile sizes the teaching kernels use unless told: as large as shared memory allows.
+TileSizes default_tiles(index_t d, std::size_t element_bytes);
+
+}  // namespace fd::cuda

@@ -1,0 +1,63 @@
+// decode_api.hpp — split-KV decoding on the GPU (decode.cuh) as `flashdemo decode --device cuda`
+// and the tests see it: host arrays in and out, no CUDA headers (a build without CUDA answers
+// every call with CudaError, stub.cpp).
+//
+// The plan is the CPU decode's (split_kv.hpp: plan_splits, FlashAttention's num_splits
+// heuristic), with workers W = SMs x the decode kernel's resident blocks per SM, units U = heads x
+// query-row groups (Br rows each, decode_tiles), and the keys in tiles of Bc (splits are whole
+// tiles). Layout: Q, O (heads, n, d); K, V (heads, m, d); L (heads, n); the partials O_part
+// (heads, S, n, d) and L_part (heads, S, n), in fp32, as split_kv_forward writes them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/host/cuda_api.hpp"
+#include "flashdemo/at_scale/split_kv.hpp"
+
+namespace fd::cuda {
+
+// Query rows of a block (1 for one row, else groups of 4) and keys per tile (16).
+TileSizes decode_tiles(index_t n);
+
+// d = 64 or 128; bf16, fp16 or fp32 (why = none when the kernel runs the case).
+Refusal decode_refuses(index_t d, Precision p);
+
+// What the plan counts as workers: the GPU's SMs times the blocks of the decode kernel (for this
+// element type, d and n) that fit on one.
+struct DecodeWorkers {
+  std::string gpu;
+  int sms = 0, blocks_per_sm = 0;
+  index_t workers() const { return index_t(sms) * blocks_per_sm; }
+};
+DecodeWorkers decode_workers(Precision p, index_t d, index_t n);
+
+// Where Q, K, V come from: host arrays of the shape's sizes holding values of the precision
+// (rounded to it), or, all null, drawn on the device (a counter-based normal draw of the seed,
+// decode.cu; far faster than the host's torch.randn at a KV cache of GBs).
+struct DecodeInputs {
+  const float *Q = nullptr, *K = nullptr, *V = nullptr;
+  std::uint32_t seed = 0;
+};
+
+struct DecodeRun {
+  std::vector<float> O, L;            // the merged rows (O as stored in the element type)
+  std::vector<float> O_part, L_part;  // every split's (O_s, L_s)
+  std::vector<float> Q, K, V;         // the inputs of the heads asked for, one after another
+  std::vector<double> ms;             // CUDA-event milliseconds of each timed run
+};
+
+// One run of S splits (1 <= S <= min(Tc of decode_tiles, kMaxSplits): the merging block holds the
+// parts' L_s in shared memory) for the outputs, then `reps` timed runs after
+// `warmup` untimed ones on the same device arrays; `heads`: the heads whose inputs come back.
+DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
+                 const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps);
+
+// A device-to-device cudaMemcpy of `bytes`: the median milliseconds of `reps` after one warm-up,
+// and (bytes read + bytes written) / time in TB/s.
+struct CopyBandwidth {
+  double bytes = 0, median_ms = 0, tbps = 0;
+};
+CopyBandwidth copy_bandwidth(double bytes, int reps);
+
+}  // namespace fd::cuda

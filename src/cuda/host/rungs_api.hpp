@@ -1,0 +1,47 @@
+// rungs_api.hpp — the launchers of the GPU ladder above the teaching kernels (ladder.cu), as
+// teaching.cu calls them: simt (fp32, register-tiled), tc, mma and hopper (tensor cores).
+#pragma once
+
+#include "cuda/host/cuda_api.hpp"
+
+namespace fd::cuda {
+
+// Head 0's trace in a rung's kernel when not null: per computed tile and row, the state before
+// and after it (m in natural units, as the CPU trace has it).
+struct RungTrace {
+  char* computed = nullptr;                                                  // Tr x Tc
+  float *m_old = nullptr, *m_new = nullptr, *alpha = nullptr, *l = nullptr;  // Tr x Tc x Br
+  float *final_m = nullptr, *final_l = nullptr;                              // n
+};
+
+// The forward of rung `impl` on host arrays (values of variant.p_in's format for tc and mma).
+template <class T>
+void rung_forward(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
+                  const T* K, const T* V, T* O, T* L, T* L_lo, KernelTrace* trace);
+
+// CUDA-event times of rung `impl`'s forward on device-resident copies of Q, K, V.
+template <class T>
+Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
+                 const T* K, const T* V, int warmup, int reps);
+
+// The same for hopper with its two overlap steps (ping-pong between the consumer warpgroups,
+// softmax under the GEMMs within one) each on or off: what each step buys.
+template <class T>
+Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bool ping_pong,
+                         bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps);
+
+// The backward of rung `impl` (mma) on host arrays: O and L from a forward (any path), dO given;
+// dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums. dQ by fp32 atomics, or, deterministic,
+// in its own pass (bit-reproducible).
+template <class T>
+void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
+                   bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
+                   const T* dO, T* dQ, T* dK, T* dV, T* D);
+
+// CUDA-event times of rung `impl`'s backward (its own forward first, for O and L).
+template <class T>
+Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
+                          bool deterministic, const T* Q, const T* K, const T* V, const T* dO,
+                          int warmup, int reps);
+
+}  // namespace fd::cuda

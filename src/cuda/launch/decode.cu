@@ -1,0 +1,216 @@
+// decode.cu — launching the split-KV decode kernel (decode.cuh): the inputs in the element type on
+// the device (uploaded, or drawn there), the kernel chosen by (element type, d, rows per group),
+// its occupancy for the plan, its timing, and the device-to-device copy it is measured against.
+//   element type E:  float, __nv_bfloat16 or __half (fp32, bf16, fp16)
+//   kernel:          decode_kernel<E, d, R>, d = 64 or 128, R = 1 (n = 1) or 4 query rows
+//   grid:            units x S blocks of 128 threads, the S splits of a unit side by side
+//   device draw:     x_i = sqrt(-2 ln u1) cos(2 pi u2), (u1, u2) from splitmix64 of (seed, array,
+//                    i), rounded to E: normal values, not torch.randn's (that is the host's)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "cuda/at_scale/decode.cuh"
+#include "cuda/host/decode_api.hpp"
+#include "cuda/launch/device_memory.cuh"
+
+namespace fd::cuda {
+namespace {
+
+// splitmix64's finalizer: a 64-bit hash whose outputs pass as independent uniform draws.
+__host__ __device__ inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+template <class E>
+__global__ void draw_normal_kernel(E* x, index_t count, std::uint64_t key) {
+  for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < count;
+       i += index_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t z = mix64(key + std::uint64_t(i) * 0x9e3779b97f4a7c15ull);
+    const float u1 = float((z >> 40) + 1) * 0x1p-24f, u2 = float(z & 0xffffffu) * 0x1p-24f;
+    x[i] = to_element<E>(sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2));
+  }
+}
+
+template <class E>
+void draw_normal(DeviceArray<E>& x, std::uint32_t seed, int array) {
+  if (!x.count) return;
+  const std::uint64_t key = mix64((std::uint64_t(seed) << 2) + std::uint64_t(array) + 1);
+  draw_normal_kernel<E><<<1024, 256>>>(x.ptr, index_t(x.count), key);
+  check_launch("drawing the inputs");
+}
+
+template <class E>
+std::vector<E> converted(const float* x, std::size_t count) {
+  std::vector<E> out(count);
+  for (std::size_t k = 0; k < count; ++k) out[k] = to_element<E>(x[k]);
+  return out;
+}
+
+template <class E>
+std::vector<float> floats(const DeviceArray<E>& x, std::size_t offset, std::size_t count) {
+  std::vector<E> h(count);
+  if (count)
+    check(cudaMemcpy(h.data(), x.ptr + offset, count * sizeof(E), cudaMemcpyDeviceToHost),
+          "download");
+  return std::vector<float>(h.begin(), h.end());
+}
+
+// The problem on the device: Q, K, V in E, the outputs, the partials, the units' counters.
+template <class E>
+struct DecodeDevice {
+  DecodeShape s;
+  Tiling tiling;
+  index_t splits;
+  DeviceArray<E> Q, K, V, O;
+  DeviceArray<float> L, O_part, L_part;
+  DeviceArray<unsigned> done;
+  DecodeDevice(const DecodeShape& shape, index_t S)
+      : s(shape),
+        tiling(decode_tiling(s, decode_tiles(s.n))),
+        splits(S),
+        Q(std::size_t(s.heads * s.n * s.d)),
+        K(std::size_t(s.heads * s.m * s.d)),
+        V(std::size_t(s.heads * s.m * s.d)),
+        O(Q.count),
+        L(std::size_t(s.heads * s.n)),
+        O_part(std::size_t(s.heads * S * s.n * s.d)),
+        L_part(std::size_t(s.heads * S * s.n)),
+        done(std::size_t(s.heads * tiling.Tr())) {
+    if (done.count) check(cudaMemset(done.ptr, 0, done.count * sizeof(unsigned)), "cudaMemset");
+  }
+  index_t units() const { return s.heads * tiling.Tr(); }
+};
+
+template <class E>
+struct Element {
+  using type = E;
+};
+
+// Calls f(Element<E>{}, d, R) with the compile-time choices of this case (after the refusal).
+template <class F>
+auto with_kernel(Precision p, index_t d, index_t n, F&& f) {
+  const Refusal no = decode_refuses(d, p);
+  if (no) throw CudaError(no.english);
+  auto by_d = [&](auto element) {
+    using E = typename decltype(element)::type;
+    if (d == 64) return n == 1 ? f(decode_kernel<E, 64, 1>) : f(decode_kernel<E, 64, 4>);
+    return n == 1 ? f(decode_kernel<E, 128, 1>) : f(decode_kernel<E, 128, 4>);
+  };
+  if (p == Precision::bf16) return by_d(Element<__nv_bfloat16>{});
+  if (p == Precision::fp16) return by_d(Element<__half>{});
+  return by_d(Element<float>{});
+}
+
+template <class E>
+void launch(const DecodeDevice<E>& p, const AttnParams& params,
+            void (*kernel)(const DecodeArgs<E>)) {
+  if (p.units() == 0) return;
+  if (p.units() * p.splits > index_t(0x7fffffff))
+    throw CudaError("more than 2^31 - 1 blocks (heads x row groups x splits)");
+  const float scale = float(params.scale_for(p.s.d));
+  const DecodeArgs<E> a{p.Q.ptr,
+                        p.K.ptr,
+                        p.V.ptr,
+                        p.O.ptr,
+                        p.L.ptr,
+                        p.O_part.ptr,
+                        p.L_part.ptr,
+                        p.done.ptr,
+                        p.s.n,
+                        p.s.m,
+                        p.splits,
+                        p.tiling,
+                        params.mask_for(p.s.n, p.s.m),
+                        scale * 1.4426950408889634f};
+  kernel<<<unsigned(p.units() * p.splits), DecodeLayout<E, 64>::kThreads>>>(a);
+}
+
+template <class E>
+DecodeRun run_with(const DecodeShape& s, const AttnParams& params, index_t S,
+                   const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
+                   void (*kernel)(const DecodeArgs<E>)) {
+  DecodeDevice<E> p(s, S);
+  if (in.Q) {
+    p.Q.upload(converted<E>(in.Q, p.Q.count).data());
+    p.K.upload(converted<E>(in.K, p.K.count).data());
+    p.V.upload(converted<E>(in.V, p.V.count).data());
+  } else {
+    draw_normal(p.Q, in.seed, 0), draw_normal(p.K, in.seed, 1), draw_normal(p.V, in.seed, 2);
+  }
+  launch(p, params, kernel);
+  check_launch("the decode kernel");
+  DecodeRun r;
+  r.O = floats(p.O, 0, p.O.count);
+  r.L.resize(p.L.count), r.O_part.resize(p.O_part.count), r.L_part.resize(p.L_part.count);
+  p.L.download(r.L.data());
+  p.O_part.download(r.O_part.data());
+  p.L_part.download(r.L_part.data());
+  const std::size_t nq = std::size_t(s.n * s.d), nk = std::size_t(s.m * s.d);
+  for (index_t h : heads) {
+    const std::vector<float> q = floats(p.Q, std::size_t(h) * nq, nq),
+                             k = floats(p.K, std::size_t(h) * nk, nk),
+                             v = floats(p.V, std::size_t(h) * nk, nk);
+    r.Q.insert(r.Q.end(), q.begin(), q.end());
+    r.K.insert(r.K.end(), k.begin(), k.end());
+    r.V.insert(r.V.end(), v.begin(), v.end());
+  }
+  if (reps > 0) r.ms = time_events([&] { launch(p, params, kernel); }, warmup, reps).ms;
+  return r;
+}
+
+}  // namespace
+
+DecodeWorkers decode_workers(Precision p, index_t d, index_t n) {
+  require_gpu();
+  DecodeWorkers w;
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  w.gpu = prop.name;
+  w.sms = prop.multiProcessorCount;
+  with_kernel(p, d, n, [&](auto kernel) {
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.blocks_per_sm, kernel, 128, 0),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return 0;
+  });
+  return w;
+}
+
+DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
+                 const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps) {
+  require_gpu();
+  const Tiling t = decode_tiling(s, decode_tiles(s.n));
+  if (splits < 1 || splits > std::max<index_t>(1, t.Tc()) || splits > kMaxSplits)
+    throw CudaError("splits must lie in 1 .. min(the number of key tiles, 128)");
+  return with_kernel(prec, s.d, s.n, [&](auto kernel) {
+    return run_with(s, p, splits, in, heads, warmup, reps, kernel);
+  });
+}
+
+CopyBandwidth copy_bandwidth(double bytes, int reps) {
+  require_gpu();
+  CopyBandwidth c;
+  std::size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  const std::size_t count = std::min(std::size_t(bytes), free / 3) / 16 * 16;  // two buffers
+  c.bytes = double(count);
+  DeviceArray<char> from(count), to(count);
+  check(cudaMemset(from.ptr, 1, count), "cudaMemset");
+  std::vector<double> ms =
+      time_events(
+          [&] {
+            check(cudaMemcpyAsync(to.ptr, from.ptr, count, cudaMemcpyDeviceToDevice),
+                  "cudaMemcpyAsync");
+          },
+          1, std::max(1, reps))
+          .ms;
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  c.median_ms = ms[ms.size() / 2];
+  c.tbps = 2.0 * c.bytes / (c.median_ms * 1e-3) / 1e12;  // read + written
+  return c;
+}
+
+}  // namespace fd::cuda

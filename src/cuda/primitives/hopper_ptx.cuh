@@ -1,0 +1,201 @@
+// hopper_ptx.cuh — the sm_90a instructions of the rung `hopper` (hopper.cuh), one wrapper each:
+//   mbarrier   a 64-bit barrier in shared memory that counts arrivals and transaction bytes:
+//              TMA copies complete on it (complete_tx), consumers wait on its phase parity
+//   TMA        cp.async.bulk.tensor.3d: one box of a tensor (described by a CUtensorMap made on
+//              the host) into shared memory, 128-byte swizzled, rows past the tensor zero-filled
+//   wgmma      warpgroup MMA, asynchronous: D (64 x N, fp32) += A B with A from shared memory
+//              or registers and B from shared memory, each operand in shared memory named by a
+//              64-bit descriptor (address, strides, swizzle); fence, commit and wait order them
+//   setmaxnreg moves registers between warpgroups (the copy warpgroup needs few)
+//   bar.sync / bar.arrive on named barriers: two consumer warpgroups take turns at the tensor
+//              cores
+// Shared-memory tiles are rows of 64 elements (128 bytes), 16-byte chunk c of row r stored at
+// c ^ (r % 8) (TMA's 128-byte swizzle; wgmma's layout type 1 reads the same); 8 rows form a
+// 1024-byte atom, and a tile of d = 128 is two such column halves, one after the other.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (a type only: the driver is reached through the runtime)
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/primitives/ptx.cuh"
+
+namespace fd::cuda::hopper_ptx {
+
+__device__ inline void mbarrier_init(std::uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
+               "r"(count));
+}
+
+// The barrier initializations visible to the copy engine (the async proxy) and other threads.
+__device__ inline void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// One arrival that also expects `bytes` of transactions (the copies about to be issued).
+__device__ inline void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
+      "r"(bytes)
+      : "memory");
+}
+
+__device__ inline void mbarrier_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(ptx::smem_address(bar))
+               : "memory");
+}
+
+// Waits until the barrier's phase with this parity has completed.
+__device__ inline void mbarrier_wait(std::uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(ptx::smem_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// Box (x, y, z) of the tensor map into shared memory at dst, completing on bar.
+__device__ inline void tma_load_3d(void* dst, const CUtensorMap* map, int x, int y, int z,
+                                   std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(ptx::smem_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(ptx::smem_address(bar))
+      : "memory");
+}
+
+__device__ inline void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
+}
+
+// A wgmma operand in shared memory: start address, leading and stride byte offsets (the
+// distance between 64-element column blocks, and between 8-row groups), 128-byte swizzle.
+__device__ inline std::uint64_t smem_descriptor(const void* p, unsigned leading_bytes,
+                                                unsigned stride_bytes) {
+  return std::uint64_t((ptx::smem_address(p) & 0x3FFFF) >> 4) |
+         std::uint64_t((leading_bytes >> 4) & 0x3FFF) << 16 |
+         std::uint64_t((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t(1) << 62;
+}
+
+__device__ inline void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ inline void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ inline void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Keeps the compiler from moving reads or writes of x across an asynchronous wgmma's issue or
+// wait (it cannot see that the tensor cores own the register meanwhile).
+template <int N>
+__device__ inline void fence_operands(float (&x)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(x[i][e])::"memory");
+}
+template <int N>
+__device__ inline void fence_operands(std::uint32_t (&x)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
+}
+
+template <int kRegisters>
+__device__ inline void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+template <int kRegisters>
+__device__ inline void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+__device__ inline void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ inline void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The wgmma wrappers: one asm statement per shape, its element type spliced into the string
+// (T: "bf16" or "f16"). The accumulator d (N / 8 fragments of 4) is the asm's first N / 2
+// operands, read and written ("+f"), named %0 .. %(N / 2 - 1) in the instruction.
+#define FD_ACC4(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define FD_ACC32 \
+  FD_ACC4(0), FD_ACC4(1), FD_ACC4(2), FD_ACC4(3), FD_ACC4(4), FD_ACC4(5), FD_ACC4(6), FD_ACC4(7)
+#define FD_ACC64                                                                        \
+  FD_ACC32, FD_ACC4(8), FD_ACC4(9), FD_ACC4(10), FD_ACC4(11), FD_ACC4(12), FD_ACC4(13), \
+      FD_ACC4(14), FD_ACC4(15)
+#define FD_REGS32                                                                               \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define FD_REGS64                                                                               \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "  \
+  "%38, "                                                                                       \
+  "%39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "  \
+  "%57, "                                                                                       \
+  "%58, %59, %60, %61, %62, %63}"
+// S: A and B from shared memory (descriptors %64, %65), accumulate = scale-d (%66).
+#define FD_WGMMA_SS_N128(T)                                                \
+  asm volatile(                                                            \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                         \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " FD_REGS64 \
+      ", %64, %65, p, 1, 1, 0, 0;\n}\n"                                    \
+      : FD_ACC64                                                           \
+      : "l"(a), "l"(b), "r"(accumulate))
+// P V: A from four registers, B from shared memory (transposed: N-major), always accumulating.
+#define FD_WGMMA_RS(N, REGS, ACC, A0, B, ONE, T)                                           \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" ONE                                    \
+               ", 0;\n"                                                                    \
+               "wgmma.mma_async.sync.aligned.m64n" N "k16.f32." T "." T " " REGS ", {%" A0 \
+               "}, %" B ", p, 1, 1, 1;\n}\n"                                               \
+               : ACC                                                                       \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+
+// D (64 x 128, fp32) = A B^T, + D when accumulate: A (64 x 16) and B (N x 16) K-major in
+// shared memory, each named by its descriptor.
+template <class E>
+__device__ inline void wgmma_ss_n128(float (&d)[128 / 8][4], std::uint64_t a, std::uint64_t b,
+                                     int accumulate) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_SS_N128("f16");
+  else
+    FD_WGMMA_SS_N128("bf16");
+}
+
+// D (64 x N, fp32) += A B: A (64 x 16) in registers (mma.sync's A fragments, warp by warp),
+// B (16 x N) N-major in shared memory (read transposed), named by its descriptor.
+template <class E>
+__device__ inline void wgmma_rs_n64(float (&d)[64 / 8][4], const std::uint32_t (&a)[4],
+                                    std::uint64_t b) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_RS("64", FD_REGS32, FD_ACC32, "32, %33, %34, %35", "36", "37", "f16");
+  else
+    FD_WGMMA_RS("64", FD_REGS32, FD_ACC32, "32, %33, %34, %35", "36", "37", "bf16");
+}
+template <class E>
+__device__ inline void wgmma_rs_n128(float (&d)[128 / 8][4], const std::uint32_t (&a)[4],
+                                     std::uint64_t b) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_RS("128", FD_REGS64, FD_ACC64, "64, %65, %66, %67", "68", "69", "f16");
+  else
+    FD_WGMMA_RS("128", FD_REGS64, FD_ACC64, "64, %65, %66, %67", "68", "69", "bf16");
+}
+
+#undef FD_WGMMA_RS
+#undef FD_WGMMA_SS_N128
+#undef FD_REGS64
+#undef FD_REGS32
+#undef FD_ACC64
+#undef FD_ACC32
+#undef FD_ACC4
+
+}  // namespace fd::cuda::hopper_ptx

@@ -1,0 +1,295 @@
+// hopper.cuh — the rung `hopper`: FlashAttention-2's forward on Hopper's own instructions
+// (hopper_ptx.cuh), bf16/fp16 inputs, fp32 accumulation, sm_90a.
+//
+// Block (i, head), three warpgroups of 128 threads, Br = 128 query rows, key tiles of Bc = 128:
+//   warpgroup 0, the producer (24 registers a thread, setmaxnreg): one thread issues TMA copies
+//     Q_i once; K_j and V_j into stage j % 2, each completing on its stage's mbarrier
+//     (full_k, full_v), once the consumers have released that stage's K (empty_k: as soon as
+//     S_j is computed) and V (empty_v: after O += P_j V_j)
+//   warpgroups 1 and 2, the consumers (240 registers): warpgroup c owns rows 64 c .. 64 c + 63
+//     and computes, for each key tile j < J_i, with m2, l, O in registers as the mma rung does:
+//       S = Q_i K_j^T               wgmma m64n128k16, Q and K_j read from shared memory
+//       S = -inf where masked       (the diagonal and ragged tiles only)
+//       m2_new = max(m2, rowmax(S) c),  P = exp2(S c - m2_new),  l = alpha l + rowsum(P)
+//       O = alpha O,  O += P V_j    wgmma m64n{d}k16, P from registers (rounded to E), V_j
+//                                   read transposed from shared memory
+//     then O_i = O / l and L_i = m2 ln 2 + log l, straight from registers to global memory.
+// Two overlaps, each a template switch so that its effect can be timed:
+//   kPingPong  the consumer warpgroups take turns at the tensor cores (named barriers 1, 2):
+//              one's softmax runs while the other's GEMMs do
+//   kOverlap   within a warpgroup, S_{j+1} = Q K_{j+1}^T and O += P_j V_j are issued together,
+//              and the softmax of tile j + 1 runs while O += P_j V_j is on the tensor cores
+// Shared memory (1024-byte aligned): Q 128 x d, K and V 2 stages of 128 x d, as 64-column
+// halves of 128-byte swizzled rows (hopper_ptx.cuh), and 9 mbarriers.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/primitives/hopper_ptx.cuh"
+#include "cuda/rungs/mma.cuh"
+#include "flashdemo/host_device/mask.hpp"
+#include "flashdemo/host_device/tiling.hpp"
+
+namespace fd::cuda {
+
+inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
+// The overlap steps the rung runs with at each d: the fastest of the four settings measured on
+// the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
+// O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
+template <int D>
+struct HopperDefaults {
+  static constexpr bool ping_pong = false, overlap = D == 128;
+};
+
+template <class E>
+struct HopperArgs {
+  E* O;
+  float* L;
+  index_t n, m;
+  Tiling tiling;  // 128 x 128
+  Mask mask;
+  float scale2;  // scale * log2(e)
+  RungTrace trace;
+};
+
+// Byte offsets in the block's shared memory, from its first 1024-aligned byte.
+template <int D>
+struct HopperSmem {
+  static constexpr int kTile = kHopperBc * D * 2;  // one K or V tile
+  static constexpr int kQ = 0, kK = kHopperBr * D * 2, kV = kK + kHopperStages * kTile;
+  static constexpr int kBarriers = kV + kHopperStages * kTile;
+  static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kHopperStages) + 1024;  // + alignment
+};
+
+// The turns of the two consumer warpgroups at the tensor cores: before each batch of GEMMs a
+// warpgroup waits for its barrier; after it, it lets the other go. Warpgroup 1 lets 0 go first
+// and skips its last release, so that every barrier sees as many arrivals as waits.
+template <bool kOn>
+struct Turns {
+  int c, batches, done = 0;
+  __device__ void start() {
+    if (kOn && c == 1 && batches > 0) hopper_ptx::named_barrier_arrive(1, 256);
+  }
+  __device__ void take() {
+    if (kOn) hopper_ptx::named_barrier_sync(1 + c, 256);
+  }
+  __device__ void give() {
+    if (kOn && !(c == 1 && ++done == batches)) hopper_ptx::named_barrier_arrive(2 - c, 256);
+  }
+};
+
+// S (64 x 128 of warpgroup c) = Q_i K_j^T: d / 16 wgmma, K-major operands (k steps of 32 bytes
+// inside a 128-byte row, then the next 64-column half).
+template <class E, int D>
+__device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], const E* sQ, const E* sK, int c) {
+  hopper_ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const E* q = sQ + (kk / 4) * kHopperBr * 64 + c * 64 * 64 + (kk % 4) * 16;
+    const E* k = sK + (kk / 4) * kHopperBc * 64 + (kk % 4) * 16;
+    hopper_ptx::wgmma_ss_n128<E>(s, hopper_ptx::smem_descriptor(q, 16, 1024),
+                                 hopper_ptx::smem_descriptor(k, 16, 1024), kk > 0);
+  }
+  hopper_ptx::wgmma_commit();
+}
+
+// O += P V_j: Bc / 16 wgmma, P's A fragments from registers, V_j N-major (16 keys = 2048 bytes
+// a step; its 64-column halves kHopperBc * 128 bytes apart).
+template <class E, int D>
+__device__ inline void issue_pv(float (&o)[D / 8][4], const std::uint32_t (&p)[kHopperBc / 16][4],
+                                const E* sV) {
+  hopper_ptx::wgmma_fence();
+#pragma unroll
+  for (int kt = 0; kt < kHopperBc / 16; ++kt) {
+    const std::uint64_t v = hopper_ptx::smem_descriptor(sV + kt * 16 * 64, kHopperBc * 128, 1024);
+    if constexpr (D == 128)
+      hopper_ptx::wgmma_rs_n128<E>(o, p[kt], v);
+    else
+      hopper_ptx::wgmma_rs_n64<E>(o, p[kt], v);
+  }
+  hopper_ptx::wgmma_commit();
+}
+
+template <class E, int D, bool kPingPong, bool kOverlap, bool kTrace>
+__global__ void __launch_bounds__(kHopperThreads, 1)
+    hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
+                          const __grid_constant__ CUtensorMap tmK,
+                          const __grid_constant__ CUtensorMap tmV, const HopperArgs<E> a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = HopperSmem<D>;
+  constexpr int Br = kHopperBr, Bc = kHopperBc, kStages = kHopperStages;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  E* sQ = reinterpret_cast<E*>(smem + L::kQ);
+  E* sK = reinterpret_cast<E*>(smem + L::kK);
+  E* sV = reinterpret_cast<E*>(smem + L::kV);
+  std::uint64_t* full_q = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
+  std::uint64_t* full_k = full_q + 1;
+  std::uint64_t* full_v = full_k + kStages;
+  std::uint64_t* empty_k = full_v + kStages;
+  std::uint64_t* empty_v = empty_k + kStages;
+
+  const index_t Tr = a.tiling.Tr();
+  const index_t i = a.mask.causal ? Tr - 1 - blockIdx.x : blockIdx.x;  // longest rows first
+  const index_t head = blockIdx.y, q0 = i * Br;
+  const index_t J = computed_key_tiles(a.tiling, a.mask, i);
+  const index_t F = full_key_tiles(a.tiling, a.mask, i);
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    hopper_ptx::mbarrier_init(full_q, 1);
+    for (int s = 0; s < kStages; ++s) {
+      hopper_ptx::mbarrier_init(full_k + s, 1), hopper_ptx::mbarrier_init(full_v + s, 1);
+      hopper_ptx::mbarrier_init(empty_k + s, 8);  // one arrival per consumer warp
+      hopper_ptx::mbarrier_init(empty_v + s, 8);
+    }
+    hopper_ptx::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // the producer
+    hopper_ptx::setmaxnreg_dec<24>();
+    if (threadIdx.x != 0 || J == 0) return;
+    hopper_ptx::prefetch_tensor_map(&tmQ), hopper_ptx::prefetch_tensor_map(&tmK);
+    hopper_ptx::prefetch_tensor_map(&tmV);
+    hopper_ptx::mbarrier_arrive_expect_tx(full_q, Br * D * 2);
+    for (int h = 0; h < D / 64; ++h)
+      hopper_ptx::tma_load_3d(sQ + h * Br * 64, &tmQ, h * 64, int(q0), int(head), full_q);
+    for (index_t j = 0; j < J; ++j) {
+      const int s = int(j % kStages);
+      const unsigned freed = unsigned((j / kStages - 1) & 1);  // tile j - 2's release
+      if (j >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
+      hopper_ptx::mbarrier_arrive_expect_tx(full_k + s, Bc * D * 2);
+      for (int h = 0; h < D / 64; ++h)
+        hopper_ptx::tma_load_3d(sK + s * Bc * D + h * Bc * 64, &tmK, h * 64, int(j * Bc), int(head),
+                                full_k + s);
+      if (j >= kStages) hopper_ptx::mbarrier_wait(empty_v + s, freed);
+      hopper_ptx::mbarrier_arrive_expect_tx(full_v + s, Bc * D * 2);
+      for (int h = 0; h < D / 64; ++h)
+        hopper_ptx::tma_load_3d(sV + s * Bc * D + h * Bc * 64, &tmV, h * 64, int(j * Bc), int(head),
+                                full_v + s);
+    }
+    return;
+  }
+
+  hopper_ptx::setmaxnreg_inc<240>();
+  const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4, row = c * 64 + warp * 16 + g;  // rows row, row + 8
+  Turns<kPingPong> turns{c, int(kOverlap ? J + 1 : 2 * J)};
+  turns.start();
+  float o[D / 8][4] = {};
+  float s[Bc / 8][4];
+  std::uint32_t p[Bc / 16][4];
+  FragmentRows st;
+  float m_old[2], alpha[2] = {1.0f, 1.0f};
+  bool moved = false;
+  auto stage = [](index_t j) { return int(j % kStages); };
+  auto parity = [](index_t j) { return unsigned((j / kStages) & 1); };
+  auto release = [&](std::uint64_t* empty, index_t j) {  // this warp is done with tile j's K or V
+    __syncwarp();
+    if (lane == 0) hopper_ptx::mbarrier_arrive(empty + stage(j));
+  };
+  auto softmax = [&](index_t j) {  // S -> P in s, m2, l, alpha; then the trace
+    if (j >= F || (j + 1) * Bc > a.m) mask_fragment<Bc>(s, a.mask, q0 + row, j * Bc, a.m);
+    moved = softmax_fragment<Bc>(s, st, a.scale2, m_old, alpha);
+    if (kTrace && head == 0) {  // the trace is head 0's, as on every rung
+      record_tile(a.trace, a.tiling, i, j, row, m_old, st, alpha);
+      if (threadIdx.x == 128) a.trace.computed[i * a.tiling.Tc() + j] = 1;
+    }
+  };
+  auto rescale = [&] {
+    if (__any_sync(0xffffffffu, moved)) rescale_fragment<D>(o, alpha);
+  };
+  auto to_p = [&] {
+#pragma unroll
+    for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
+  };
+
+  if (J > 0) hopper_ptx::mbarrier_wait(full_q, 0);
+  if constexpr (kOverlap) {
+    if (J > 0) {  // tile 0: S_0 and its softmax
+      hopper_ptx::mbarrier_wait(full_k, 0);
+      turns.take();
+      issue_qk<E, D>(s, sQ, sK, c);
+      turns.give();
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(s);
+      release(empty_k, 0);
+      softmax(0);
+      to_p();
+    }
+    for (index_t j = 1; j < J; ++j) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
+      hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
+      turns.take();
+      issue_qk<E, D>(s, sQ, sK + stage(j) * Bc * D, c);
+      rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
+      hopper_ptx::mbarrier_wait(full_v + stage(j - 1), parity(j - 1));
+      hopper_ptx::fence_operands(p);
+      issue_pv<E, D>(o, p, sV + stage(j - 1) * Bc * D);
+      turns.give();
+      hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
+      hopper_ptx::fence_operands(s);
+      release(empty_k, j);
+      softmax(j);
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
+      release(empty_v, j - 1);
+      to_p();
+    }
+    if (J > 0) {  // O += P_{J-1} V_{J-1}
+      rescale();
+      hopper_ptx::mbarrier_wait(full_v + stage(J - 1), parity(J - 1));
+      turns.take();
+      hopper_ptx::fence_operands(p);
+      issue_pv<E, D>(o, p, sV + stage(J - 1) * Bc * D);
+      turns.give();
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(o);
+      release(empty_v, J - 1);
+    }
+  } else {
+    for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
+      hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
+      turns.take();
+      issue_qk<E, D>(s, sQ, sK + stage(j) * Bc * D, c);
+      turns.give();
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(s);
+      release(empty_k, j);
+      softmax(j);
+      rescale();
+      to_p();
+      hopper_ptx::mbarrier_wait(full_v + stage(j), parity(j));
+      turns.take();
+      hopper_ptx::fence_operands(p);
+      issue_pv<E, D>(o, p, sV + stage(j) * Bc * D);
+      turns.give();
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(o);
+      release(empty_v, j);
+    }
+  }
+
+  float inv[2];
+  finish_rows(st, inv);  // O = O / l, L = m2 ln 2 + log l
+  E* O = a.O + head * a.n * D;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const index_t q = q0 + row + 8 * r;
+    if (q >= a.n) continue;
+    if (t == 0) a.L[head * a.n + q] = finalize2(st.m2[r], st.l[r]);
+    if (kTrace && head == 0 && t == 0) {
+      a.trace.final_m[q] = st.m2[r] * 0.69314718055994531f;
+      a.trace.final_l[q] = st.l[r];
+    }
+#pragma unroll
+    for (int nb = 0; nb < D / 8; ++nb)
+      *reinterpret_cast<std::uint32_t*>(O + q * D + nb * 8 + 2 * t) =
+          ptx::pack2<E>(o[nb][2 * r] * inv[r], o[nb][2 * r + 1] * inv[r]);
+  }
+#else
+  __trap();  // built for a GPU without sm_90a's instructions: the host refuses before launching
+#endif
+}
+
+}  // namespace fd::cuda

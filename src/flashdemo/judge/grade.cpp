@@ -1,0 +1,224 @@
+// grade.cpp — grading submitted arrays and diagnosing classic mistakes (see grade.hpp).
+#include "flashdemo/judge/grade.hpp"
+
+#include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "flashdemo/teaching/flash_backward.hpp"
+
+namespace fd {
+namespace {
+
+// Diagnosis replays the algorithm several times: only below this many score-times-dim entries.
+constexpr double kDiagnoseLimit = double(1 << 26);
+const TileSizes kCommonTiles[] = {{16, 16}, {32, 32}, {64, 64}, {128, 128}, {16, 24}};
+// A mistake explains X when X is within tol of it and it lies beyond kDistinct * tol of the
+// reference: X is then far closer to the mistake than the mistake is to the truth.
+constexpr double kDistinct = 10.0;
+
+template <class A, class B>
+bool within(const Mat<A>& X, const Mat<B>& Y, double tol) {
+  if (X.rows() != Y.rows() || X.cols() != Y.cols()) return false;
+  return max_abs_error(X, Y).value <= tol;  // NaN counts as an infinite error
+}
+
+// NaN anywhere, or inf where the reference is finite: overflow or 0/0 in the submission.
+template <class R>
+bool broken_numbers(const Mat<double>& X, const Mat<R>& ref) {
+  for (index_t k = 0; k < X.size(); ++k) {
+    const double x = X.data()[k];
+    if (std::isnan(x) || (std::isinf(x) && std::isfinite(ref.data()[k]))) return true;
+  }
+  return false;
+}
+
+// Each row of X a positive multiple c_r of the reference row, not all c_r = 1: l divided in
+// the wrong number of times or at the wrong moment. A negated row is not a normalization.
+bool rows_scaled(const Mat<double>& X, const Mat<double>& ref, double tol) {
+  index_t rows = 0, off = 0;
+  double c_min = INFINITY, c_max = -INFINITY;
+  for (index_t r = 0; r < X.rows(); ++r) {
+    const double rr = ref.row(r).squaredNorm();
+    if (rr == 0) continue;
+    const double c = X.row(r).dot(ref.row(r)) / rr;  // X_r = c_r ref_r, by least squares
+    if (!(c > 0) || (X.row(r) - c * ref.row(r)).cwiseAbs().maxCoeff() > tol) return false;
+    ++rows;
+    if (std::abs(c - 1) * ref.row(r).cwiseAbs().maxCoeff() <= tol) continue;
+    ++off, c_min = std::min(c_min, c), c_max = std::max(c_max, c);
+  }
+  // Most rows off, each by its own factor (one factor for all is another mistake, and one row
+  // off alone is not the division by l).
+  return off >= 2 && 2 * off >= rows && c_max - c_min > 1e-6 * c_max;
+}
+
+}  // namespace
+
+template <class T>
+const Mat<T>& Grader::Outputs<T>::get(ArrayKind kind) const {
+  switch (kind) {
+    case ArrayKind::O:
+      return O;
+    case ArrayKind::L:
+      return L;
+    case ArrayKind::dQ:
+      return dQ;
+    case ArrayKind::dK:
+      return dK;
+    case ArrayKind::dV:
+      return dV;
+  }
+  return O;
+}
+
+Grader::Grader(CheckProblem problem) : problem_(std::move(problem)) {
+  const CheckProblem& p = problem_;
+  const Mat<Ref> Q = p.Q.cast<Ref>(), K = p.K.cast<Ref>(), V = p.V.cast<Ref>(),
+                 dO = p.dO.cast<Ref>();
+  const auto f = reference_forward<Ref>(Q, K, V, p.params);
+  ref_ = {f.O, f.L, {}, {}, {}};
+  if (dO.size()) {
+    const auto b = reference_backward<Ref>(Q, K, V, dO, p.params);
+    ref_.dQ = b.dQ, ref_.dK = b.dK, ref_.dV = b.dV;
+  }
+  const Magnitudes<Ref> R = reference_magnitudes<Ref>(Q, K, V, dO, f, p.params);
+  magnitude_ = {R.O, R.L, R.dQ, R.dK, R.dV};
+}
+
+Mat<double> Grader::expected(ArrayKind kind) const {
+  return ref_.get(kind).cast<double>();
+}
+
+template <class T>
+Grader::Outputs<T> Grader::reference(const AttnParams& params) const {
+  const CheckProblem& p = problem_;
+  const Mat<T> Q = p.Q.cast<T>(), K = p.K.cast<T>(), V = p.V.cast<T>();
+  const auto f = reference_forward<T>(Q, K, V, params);
+  Outputs<T> out{f.O, f.L, {}, {}, {}};
+  if (p.dO.size()) {
+    const auto b = reference_backward<T>(Q, K, V, p.dO.cast<T>(), params);
+    out.dQ = b.dQ, out.dK = b.dK, out.dV = b.dV;
+  }
+  return out;
+}
+
+const Grader::Outputs<double>& Grader::naive(Precision prec) {
+  if (auto it = naive_.find(prec); it != naive_.end()) return it->second;
+  if (prec == Precision::fp64) return naive_[prec] = reference<double>(problem_.params);
+  auto low = [prec](const Mat<double>& X) {
+    return Mat<float>(X.cast<float>().unaryExpr([prec](float v) { return round_to(prec, v); }));
+  };
+  const CheckProblem& p = problem_;
+  const Mat<float> Q = low(p.Q), K = low(p.K), V = low(p.V);
+  const auto f = reference_forward<float>(Q, K, V, p.params, prec);
+  Outputs<double> out{f.O.cast<double>(), f.L.cast<double>(), {}, {}, {}};
+  if (p.dO.size()) {
+    const auto b = reference_backward<float>(Q, K, V, low(p.dO), p.params, prec);
+    out.dQ = b.dQ.cast<double>(), out.dK = b.dK.cast<double>(), out.dV = b.dV.cast<double>();
+  }
+  return naive_[prec] = out;
+}
+
+Grader::Outputs<double> Grader::run(const AttnParams& params, Mistake mistake,
+                                    TileSizes tiles) const {
+  const CheckProblem& p = problem_;
+  const Variant v{Precision::fp64, mistake};
+  const auto f = flash_forward(p.Q, p.K, p.V, params, tiles, nullptr, v);
+  Outputs<double> out{f.O, f.L, {}, {}, {}};
+  if (p.dO.size()) {
+    const auto b = flash_backward(p.Q, p.K, p.V, f, p.dO, params, tiles, nullptr, v);
+    out.dQ = b.dQ, out.dK = b.dK, out.dV = b.dV;
+  }
+  return out;
+}
+
+Diagnosis Grader::diagnose(ArrayKind kind, const Mat<double>& X, double tol) const {
+  const AttnParams& given = problem_.params;
+  const Mat<Ref>& truth = ref_.get(kind);
+  const Mat<double> expected = truth.cast<double>();
+  // Each candidate: what the array would be after one mistake (empty: not applicable).
+  std::vector<std::pair<Diagnosis, std::function<Mat<double>()>>> candidates;
+  auto outputs_with = [&](AttnParams params) {
+    return [this, kind, params] { return reference<double>(params).get(kind); };
+  };
+  if (given.causal) {
+    AttnParams none = given, other = given;
+    none.causal = false;
+    other.align =
+        given.align == CausalAlign::top_left ? CausalAlign::bottom_right : CausalAlign::top_left;
+    candidates.push_back({Diagnosis::missing_mask, outputs_with(none)});
+    candidates.push_back({Diagnosis::wrong_align, outputs_with(other)});
+  } else {
+    for (CausalAlign align : {CausalAlign::top_left, CausalAlign::bottom_right})
+      candidates.push_back(
+          {Diagnosis::extra_mask, outputs_with(AttnParams{true, align, given.scale})});
+  }
+  AttnParams unscaled = given;
+  unscaled.scale = 1.0;
+  candidates.push_back({Diagnosis::unscaled, outputs_with(unscaled)});
+  if (kind == ArrayKind::L) {
+    candidates.push_back({Diagnosis::l_is_max, [&] {
+                            const auto f =
+                                reference_forward(problem_.Q, problem_.K, problem_.V, given);
+                            return Mat<double>(f.S.rowwise().maxCoeff());
+                          }});
+    candidates.push_back(
+        {Diagnosis::l_base2, [&] { return Mat<double>(expected / std::log(2.0)); }});
+  }
+  if (kind == ArrayKind::dQ || kind == ArrayKind::dK) {
+    const double s = given.scale_for(problem_.Q.cols());
+    candidates.push_back({Diagnosis::grad_unscaled, [&, s] { return Mat<double>(expected / s); }});
+  }
+  const std::pair<Diagnosis, Mistake> mistakes[] = {
+      {Diagnosis::no_d, Mistake::no_d},
+      {Diagnosis::l_starts_at_1, Mistake::l_starts_at_1},
+      {Diagnosis::finite_mask, Mistake::finite_mask},
+      {Diagnosis::no_max, Mistake::no_max},
+      {Diagnosis::no_rescale, Mistake::no_rescale}};
+  for (const auto& [diagnosis, mistake] : mistakes) {
+    for (const TileSizes& tiles : kCommonTiles) {
+      candidates.push_back({diagnosis, [&, mistake = mistake, tiles] {
+                              return run(given, mistake, tiles).get(kind);
+                            }});
+      if (mistake != Mistake::no_rescale) break;  // only no-rescale depends on the tiles
+    }
+  }
+  for (const auto& [diagnosis, make] : candidates) {
+    const Mat<double> candidate = make();
+    if (within(X, candidate, tol) && !within(candidate, truth, kDistinct * tol)) return diagnosis;
+  }
+  if (kind == ArrayKind::O && rows_scaled(X, expected, tol)) return Diagnosis::rows_scaled;
+  if (broken_numbers(X, truth)) return Diagnosis::has_nan;
+  return Diagnosis::none;
+}
+
+Grade Grader::grade(ArrayKind kind, const Mat<double>& X, Precision p) {
+  const Mat<Ref>& ref = ref_.get(kind);
+  Grade g;
+  if (X.rows() != ref.rows() || X.cols() != ref.cols()) {
+    const bool t = X.rows() == ref.cols() && X.cols() == ref.rows() && ref.rows() != ref.cols();
+    g.diagnosis = t ? Diagnosis::transposed : Diagnosis::wrong_shape;
+    g.err = INFINITY;
+    return g;
+  }
+  const MaxError e = max_abs_error(X, ref);
+  const RuleVerdict v = apply_rule(p, e.value, max_abs_error(naive(p).get(kind), ref).value,
+                                   max_finite_abs(magnitude_.get(kind)));
+  g.outcome = v.outcome, g.pass = v.pass();
+  g.err = v.err, g.bound = v.bound, g.naive_err = v.naive;
+  g.worst_row = e.index / ref.cols(), g.worst_col = e.index % ref.cols();
+  if (v.outcome == Outcome::no_verdict) return g;  // no bound: nothing to compare rows with
+  g.first_bad_row = first_row_above(X, ref, g.bound);
+  if (g.pass) return g;
+  const bool small =
+      double(problem_.Q.rows()) * double(problem_.K.rows()) * double(problem_.Q.cols()) <=
+      kDiagnoseLimit;
+  if (small)
+    g.diagnosis = diagnose(kind, X, std::max(g.bound, 1e-9 * max_finite_abs(ref)));
+  else if (broken_numbers(X, ref))
+    g.diagnosis = Diagnosis::has_nan;
+  return g;
+}
+
+}  // namespace fd

@@ -1,0 +1,183 @@
+// test_fast.cpp — the fast CPU path against the fp64 reference (the 2x rule), over odd shapes,
+// both alignments, fully masked rows and several heads; its determinism.
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+
+#include "check.hpp"
+#include "flashdemo/fast/fast_attention.hpp"
+#include "flashdemo/io/random.hpp"
+
+using namespace fd;
+
+namespace {
+
+struct Case {
+  index_t b, h, n, m, d, Br, Bc;
+};
+
+const Case kCases[] = {{1, 1, 100, 100, 32, 16, 24},
+                       {2, 3, 37, 53, 5, 8, 16},
+                       {1, 1, 5, 5, 3, 16, 16},
+                       {1, 2, 1, 7, 4, 4, 4},
+                       {1, 1, 20, 9, 4, 4, 8},
+                       {2, 1, 9, 20, 64, 8, 8},
+                       {1, 1, 300, 260, 16, 128, 256},
+                       {2, 5, 9, 11, 8, 16, 16}};  // one tile a head: heads taken 4 at a time
+
+template <class T>
+std::vector<T> draw(TorchGenerator& gen, index_t count) {
+  const auto x = gen.randn(count);
+  return std::vector<T>(x.begin(), x.end());
+}
+
+template <class T>
+Mat<T> head(const std::vector<T>& x, index_t h, index_t rows, index_t d) {
+  return Eigen::Map<const Mat<T>>(x.data() + h * rows * d, rows, d);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("fast forward and backward match the reference", T, float, double) {
+  for (const Case& c : kCases) {
+    for (bool causal : {false, true}) {
+      for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+        INFO("b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                  << " causal=" << causal << " align=" << int(align));
+        const AttnParams p{causal, align, {}};
+        TorchGenerator gen(31);
+        const index_t H = c.b * c.h;
+        const auto Q = draw<T>(gen, H * c.n * c.d), K = draw<T>(gen, H * c.m * c.d),
+                   V = draw<T>(gen, H * c.m * c.d), dO = draw<T>(gen, H * c.n * c.d);
+        std::vector<T> O(Q.size()), L(std::size_t(H * c.n)), L_lo(L.size()), dQ(Q.size()),
+            dK(K.size()), dV(K.size()), D(L.size());
+        const fast::Shape s{c.b, c.h, c.n, c.m, c.d};
+        const fast::Options o{2, {c.Br, c.Bc}};
+        fast::forward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data());
+        fast::backward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data(),
+                       dO.data(), dQ.data(), dK.data(), dV.data(), D.data());
+        for (index_t h = 0; h < H; ++h) {
+          const test::Problem<T> one{head(Q, h, c.n, c.d), head(K, h, c.m, c.d),
+                                     head(V, h, c.m, c.d), head(dO, h, c.n, c.d), p};
+          const test::Outputs<T> got{
+              head(O, h, c.n, c.d), Eigen::Map<const Vec<T>>(L.data() + h * c.n, c.n),
+              head(dQ, h, c.n, c.d), head(dK, h, c.m, c.d), head(dV, h, c.m, c.d)};
+          test::check_outputs(got, test::Expected<T>(one), "fast");
+        }
+      }
+    }
+  }
+}
+
+// Every output is the same bits on a rerun and for any thread count: each query tile of the
+// forward is one thread's work, and the backward's partials are cut by the shape alone and summed
+// in a fixed order. The second shape has key tiles in bands of 4 and query tiles in chunks of 4.
+TEST_CASE("fast forward and backward: bit-identical across reruns and thread counts") {
+  struct Det {
+    index_t h, n, d, tile;
+    bool causal;
+  };
+  for (const Det c :
+       {Det{2, 333, 32, 64, true}, Det{1, 1000, 16, 32, true}, Det{3, 200, 8, 16, false}}) {
+    INFO("h=" << c.h << " n=" << c.n << " d=" << c.d << " tile=" << c.tile);
+    TorchGenerator gen(2);
+    const index_t size = c.h * c.n * c.d;
+    const fast::Shape s{1, c.h, c.n, c.n, c.d};
+    const auto Q = draw<float>(gen, size), K = draw<float>(gen, size), V = draw<float>(gen, size),
+               dO = draw<float>(gen, size);
+    const AttnParams p{c.causal, CausalAlign::top_left, {}};
+    auto run = [&](index_t threads) {
+      std::vector<float> O(Q.size()), L(std::size_t(c.h * c.n)), L_lo(L.size()), dQ(Q.size()),
+          dK(K.size()), dV(K.size()), D(L.size());
+      const fast::Options o{threads, {c.tile, c.tile}};
+      fast::forward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data());
+      fast::backward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data(),
+                     dO.data(), dQ.data(), dK.data(), dV.data(), D.data());
+      return std::vector<std::vector<float>>{O, L, dQ, dK, dV};
+    };
+    const auto a = run(2);
+    CHECK(a == run(2));
+    for (index_t threads : {1, 3, 16}) {
+      INFO("threads=" << threads);
+      const auto other = run(threads);
+      CHECK(a[0] == other[0]);  // O
+      CHECK(a[1] == other[1]);  // L
+      CHECK(a[2] == other[2]);  // dQ
+      CHECK(a[3] == other[3]);  // dK
+      CHECK(a[4] == other[4]);  // dV
+    }
+  }
+}
+
+static bool same(TileSizes a, TileSizes b) {
+  return a.Br == b.Br && a.Bc == b.Bc;
+}
+
+TEST_CASE(
+    "fast::tiles_for: the working set of a step in half of L2, enough tiles for the threads") {
+  const index_t MiB = index_t(1) << 20;
+  using fast::Pass;
+  // The working set of one step, in bytes.
+  auto bytes = [](Pass pass, TileSizes t, index_t d, index_t e) {
+    return (pass == Pass::fwd ? 2 * t.Bc * d + t.Br * t.Bc + 2 * t.Br * d
+                              : 5 * t.Bc * d + 2 * t.Br * t.Bc + 3 * t.Br * d) *
+           e;
+  };
+  for (index_t l2 : {MiB, 2 * MiB})
+    for (index_t d : {index_t(64), index_t(128), index_t(256)})
+      for (index_t e : {index_t(4), index_t(8)}) {
+        INFO("L2=" << l2 << " d=" << d << " bytes=" << e);
+        const fast::Shape s{1, 1, 8192, 8192, d};
+        const TileSizes f = fast::tiles_for(s, Pass::fwd, 1, e, l2),
+                        b = fast::tiles_for(s, Pass::bwd, 1, e, l2);
+        CHECK(f.Br == 128);
+        CHECK(b.Br == 128);
+        // The largest Bc of 256, 128, 64 (the backward: 128, 64) that fits, else 64.
+        for (Pass pass : {Pass::fwd, Pass::bwd}) {
+          const TileSizes t = pass == Pass::fwd ? f : b;
+          const index_t most = pass == Pass::fwd ? 256 : 128;
+          CHECK((t.Bc == most || t.Bc == 128 || t.Bc == 64));
+          CHECK((t.Bc == 64 || bytes(pass, t, d, e) <= l2 / 2));
+          CHECK((t.Bc == most || bytes(pass, TileSizes{t.Br, 2 * t.Bc}, d, e) > l2 / 2));
+        }
+        // The backward's tiles never depend on the threads: its sums are grouped by them.
+        for (index_t threads : {2, 16, 64})
+          CHECK(same(fast::tiles_for(s, Pass::bwd, threads, e, l2), b));
+      }
+  // d = 128 in fp32 on a 2 MiB L2: the forward keeps 256 keys a tile, the backward 128.
+  CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 128}, Pass::fwd, 2, 4, 2 * MiB),
+             TileSizes{128, 256}));
+  CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 128}, Pass::bwd, 2, 4, 2 * MiB),
+             TileSizes{128, 128}));
+  // The forward halves Br until every thread has two query tiles (32 rows at least).
+  CHECK(fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::fwd, 16, 4, MiB).Br == 128);
+  CHECK(fast::tiles_for({1, 1, 2048, 2048, 64}, Pass::fwd, 16, 4, MiB).Br == 64);
+  CHECK(fast::tiles_for({1, 2, 2048, 2048, 64}, Pass::fwd, 16, 4, MiB).Br == 128);
+  CHECK(fast::tiles_for({1, 1, 100, 100, 64}, Pass::fwd, 16, 4, MiB).Br == 32);
+  // Never larger than the problem; 0: an unknown L2, taken as 1 MiB.
+  CHECK(same(fast::tiles_for({1, 1, 5, 7, 64}, Pass::fwd, 1, 4, MiB), TileSizes{5, 7}));
+  CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::bwd, 1, 4, 0),
+             fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::bwd, 1, 4, MiB)));
+}
+
+// tiles_for lets the forward's Br follow the threads: its outputs must not depend on Br (each row
+// is computed alone, its products summed in k order whatever block of rows it falls in).
+TEST_CASE("fast forward: the same bits for every Br (and Bc fixed)") {
+  const index_t n = 301, m = 277, d = 40;
+  TorchGenerator gen(4);
+  const auto Q = draw<float>(gen, n * d), K = draw<float>(gen, m * d), V = draw<float>(gen, m * d);
+  for (const AttnParams& p : {AttnParams{}, AttnParams{true, CausalAlign::top_left, {}},
+                              AttnParams{true, CausalAlign::bottom_right, {}}}) {
+    auto run = [&](index_t Br) {
+      std::vector<float> O(Q.size()), L(static_cast<std::size_t>(n)), L_lo(L.size());
+      fast::forward(fast::Shape{1, 1, n, m, d}, p, fast::Options{2, {Br, 64}}, Q.data(), K.data(),
+                    V.data(), O.data(), L.data(), L_lo.data());
+      return std::vector<std::vector<float>>{O, L, L_lo};
+    };
+    const auto a = run(128);
+    for (index_t Br : {1, 5, 6, 32, 64, 301}) {
+      INFO("Br=" << Br << " causal=" << p.causal);
+      CHECK(a == run(Br));
+    }
+  }
+}

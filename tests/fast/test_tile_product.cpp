@@ -1,0 +1,53 @@
+// test_tile_product.cpp — the register-blocked product against a double triple loop: every
+// edge block (rows and vectors short of a full block), both strides of A (A and A^T), C = and +=.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "flashdemo/fast/tile_product.hpp"
+#include "flashdemo/io/random.hpp"
+
+using namespace fd;
+using fast::Simd;
+
+TEST_CASE_TEMPLATE("tile_product matches the definition", T, float, double) {
+  const index_t W = Simd<T>::W;
+  TorchGenerator gen(9);
+  for (index_t rows : {1, 5, 6, 7, 13, 31})
+    for (index_t N : {W, 2 * W, 3 * W, 4 * W, 5 * W, 9 * W})
+      for (index_t K : {1, 3, 64, 70})
+        for (bool transposed : {false, true})
+          for (bool accumulate : {false, true}) {
+            INFO("rows=" << rows << " N=" << N << " K=" << K << " transposed=" << transposed
+                         << " accumulate=" << accumulate);
+            const auto a = gen.randn(rows * K), b = gen.randn(K * N), c = gen.randn(rows * N);
+            const std::vector<T> A(a.begin(), a.end()), B(b.begin(), b.end());
+            std::vector<T> C(c.begin(), c.end());
+            // A stored as rows x K, or as K x rows (its transpose) read through the strides.
+            std::vector<T> At(A.size());
+            for (index_t r = 0; r < rows; ++r)
+              for (index_t k = 0; k < K; ++k)
+                At[std::size_t(k * rows + r)] = A[std::size_t(r * K + k)];
+            const fast::Strides s =
+                transposed ? fast::Strides{1, rows, N, N} : fast::Strides{K, 1, N, N};
+            fast::tile_product<T>(rows, N, K, transposed ? At.data() : A.data(), B.data(), C.data(),
+                                  s, accumulate);
+            double worst = 0;
+            for (index_t r = 0; r < rows; ++r)
+              for (index_t x = 0; x < N; ++x) {
+                const double c0 = accumulate ? double(T(c[std::size_t(r * N + x)])) : 0.0;
+                double want = c0, mag = std::abs(c0);  // every term of the sum counts
+                for (index_t k = 0; k < K; ++k) {
+                  const double term =
+                      double(A[std::size_t(r * K + k)]) * double(B[std::size_t(k * N + x)]);
+                  want += term, mag += std::abs(term);
+                }
+                // fp32 or fp64 sums of K terms: K unit roundoffs of the magnitude at most.
+                const double eps = sizeof(T) == 4 ? 6e-8 : 1.2e-16;
+                worst = std::max(worst, std::abs(double(C[std::size_t(r * N + x)]) - want) /
+                                            ((double(K) + 2) * eps * (mag + 1)));
+              }
+            CHECK(worst <= 1.0);
+          }
+}

@@ -1,0 +1,710 @@
+// test_gpu.cpp — the CUDA kernels against the CPU reference: the teaching kernels in fp32 and
+// fp64, the rungs above them (simt fp32; tc and mma bf16 and fp16, graded against naive attention
+// in that precision); odd shapes, both alignments, fully masked rows, several heads; each
+// kernel's trace against the CPU path's, event by event; the split-KV decode in bf16, fp16 and
+// fp32; the GPU ring (one rank, and several ranks sharing this GPU with the blocks passed through
+// the host) in fp32, bf16 and fp16. Exits 77 (ctest: skipped) without a GPU.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <initializer_list>
+
+#include "check.hpp"
+#include "cuda/host/cuda_api.hpp"
+#include "cuda/host/decode_api.hpp"
+#include "cuda/host/ring_api.hpp"
+#include "cuda/host/rungs_api.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
+#include "flashdemo/io/random.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "grid/grid.hpp"
+
+using namespace fd;
+
+namespace {
+
+struct Case {
+  index_t b, h, n, m, d, Br, Bc;
+};
+
+const Case kCases[] = {{1, 1, 100, 100, 32, 16, 24}, {2, 3, 37, 53, 5, 8, 16},
+                       {1, 2, 5, 5, 3, 16, 16},      {1, 1, 1, 7, 4, 4, 4},
+                       {1, 1, 20, 9, 4, 4, 8},       {2, 1, 9, 20, 64, 8, 8},
+                       {1, 1, 33, 33, 128, 16, 16},  {1, 1, 17, 30, 256, 8, 8}};
+
+template <class T>
+struct Heads {
+  std::vector<T> Q, K, V, dO;
+};
+
+template <class T>
+Heads<T> random_heads(const Case& c, std::uint32_t seed) {
+  TorchGenerator gen(seed);
+  auto draw = [&](index_t count) {
+    const auto x = gen.randn(count);
+    return std::vector<T>(x.begin(), x.end());
+  };
+  const index_t H = c.b * c.h;
+  return {draw(H * c.n * c.d), draw(H * c.m * c.d), draw(H * c.m * c.d), draw(H * c.n * c.d)};
+}
+
+template <class T>
+Mat<T> head(const std::vector<T>& x, index_t h, index_t rows, index_t d) {
+  return Eigen::Map<const Mat<T>>(x.data() + h * rows * d, rows, d);
+}
+
+template <class T>
+void check_case(const Case& c, const AttnParams& p, bool deterministic) {
+  const Heads<T> in = random_heads<T>(c, 17);
+  const cuda::Shape s{c.b, c.h, c.n, c.m, c.d};
+  const index_t H = c.b * c.h;
+  std::vector<T> O(in.Q.size()), L(std::size_t(H * c.n)), L_lo(L.size()), dQ(in.Q.size()),
+      dK(in.K.size()), dV(in.K.size()), D(L.size());
+  cuda::forward<T>(s, p, {c.Br, c.Bc}, {}, Impl::teaching, in.Q.data(), in.K.data(), in.V.data(),
+                   O.data(), L.data(), L_lo.data());
+  cuda::backward<T>(s, p, {c.Br, c.Bc}, {}, Impl::teaching, deterministic, in.Q.data(), in.K.data(),
+                    in.V.data(), O.data(), L.data(), L_lo.data(), in.dO.data(), dQ.data(),
+                    dK.data(), dV.data(), D.data());
+  for (index_t h = 0; h < H; ++h) {
+    const test::Problem<T> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                               head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
+    const test::Outputs<T> got{head(O, h, c.n, c.d),
+                               Eigen::Map<const Vec<T>>(L.data() + h * c.n, c.n),
+                               head(dQ, h, c.n, c.d), head(dK, h, c.m, c.d), head(dV, h, c.m, c.d)};
+    test::check_outputs(got, test::Expected<T>(one), "cuda teaching");
+  }
+}
+
+// One grid case through the kernels: the forward, then the backward with atomics and the
+// deterministic one, each graded in full.
+template <class T>
+void check_grid_case(const test::GridCase& c, const test::Problem<T>& p,
+                     const test::Expected<T>& e) {
+  const cuda::Shape s{1, 1, c.n, c.m, c.d};
+  const TileSizes tiles = cuda::default_tiles(c.d, sizeof(T));
+  test::Outputs<T> out{Mat<T>(c.n, c.d), Vec<T>(c.n), Mat<T>(c.n, c.d), Mat<T>(c.m, c.d),
+                       Mat<T>(c.m, c.d)};
+  Vec<T> L_lo(c.n), D(c.n);
+  cuda::forward<T>(s, p.params, tiles, {}, Impl::teaching, p.Q.data(), p.K.data(), p.V.data(),
+                   out.O.data(), out.L.data(), L_lo.data());
+  for (bool deterministic : {false, true}) {
+    cuda::backward<T>(s, p.params, tiles, {}, Impl::teaching, deterministic, p.Q.data(), p.K.data(),
+                      p.V.data(), out.O.data(), out.L.data(), L_lo.data(), p.dO.data(),
+                      out.dQ.data(), out.dK.data(), out.dV.data(), D.data());
+    test::check_outputs(out, e, deterministic ? "cuda teaching (deterministic)" : "cuda teaching");
+  }
+}
+
+// The rungs above the teaching kernel (simt in fp32, tc and mma in bf16 and fp16): the forward,
+// graded head by head against naive attention in the same precision.
+struct RungCase {
+  index_t b, h, n, m, d;
+};
+// (the last two: many key tiles, so that hopper's two stages wrap round several times)
+const RungCase kRungCases[] = {{1, 1, 1, 1, 64},    {1, 1, 64, 64, 128},  {2, 3, 37, 53, 64},
+                               {1, 1, 20, 9, 128},  {1, 2, 130, 250, 64}, {1, 1, 257, 64, 128},
+                               {2, 1, 200, 77, 64}, {1, 1, 96, 300, 128}, {1, 2, 300, 1030, 128},
+                               {2, 2, 515, 700, 64}};
+
+std::vector<float> rounded(const std::vector<float>& x, Precision p) {
+  std::vector<float> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) out[k] = round_to(p, x[k]);
+  return out;
+}
+
+void check_rung(Impl impl, Precision prec, const RungCase& c, const AttnParams& p) {
+  const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
+  Heads<float> in = random_heads<float>(shape, 23);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
+  const index_t H = c.b * c.h;
+  std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n)), L_lo(L.size(), 1.0f);
+  cuda::forward<float>({c.b, c.h, c.n, c.m, c.d}, p, cuda::kernel_tiles(impl, c.d),
+                       Variant{prec, Mistake::none}, impl, in.Q.data(), in.K.data(), in.V.data(),
+                       O.data(), L.data(), L_lo.data());
+  for (float lo : L_lo) CHECK(lo == 0.0f);
+  for (index_t h = 0; h < H; ++h) {
+    const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                   head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
+    const test::Outputs<float> got{head(O, h, c.n, c.d),
+                                   Eigen::Map<const Vec<float>>(L.data() + h * c.n, c.n),
+                                   Mat<float>(), Mat<float>(), Mat<float>()};
+    test::check_outputs(got, test::Expected<float>(one, prec), impl_name(impl), prec);
+  }
+}
+
+// mma's backward, graded head by head against the naive backward in the same precision: the
+// forward on mma first (O rounded as the kernel stores it, L in fp32), then the backward.
+struct RungGradients {
+  std::vector<float> O, L, dQ, dK, dV, D;
+};
+RungGradients rung_gradients(Precision prec, const RungCase& c, const AttnParams& p,
+                             const Heads<float>& in, bool deterministic) {
+  const cuda::Shape s{c.b, c.h, c.n, c.m, c.d};
+  RungGradients g{
+      std::vector<float>(in.Q.size()), std::vector<float>(std::size_t(s.heads() * c.n)),
+      std::vector<float>(in.Q.size()), std::vector<float>(in.K.size()),
+      std::vector<float>(in.K.size()), std::vector<float>(std::size_t(s.heads() * c.n))};
+  const Variant v{prec, Mistake::none};
+  cuda::forward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d), v, Impl::mma, in.Q.data(),
+                       in.K.data(), in.V.data(), g.O.data(), g.L.data());
+  cuda::backward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d, cuda::Pass::bwd), v, Impl::mma,
+                        deterministic, in.Q.data(), in.K.data(), in.V.data(), g.O.data(),
+                        g.L.data(), nullptr, in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data(),
+                        g.D.data());
+  return g;
+}
+
+void check_rung_backward(Precision prec, const RungCase& c, const AttnParams& p,
+                         bool deterministic) {
+  const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
+  Heads<float> in = random_heads<float>(shape, 29);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
+  const RungGradients g = rung_gradients(prec, c, p, in, deterministic);
+  for (index_t h = 0; h < c.b * c.h; ++h) {
+    const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                   head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
+    const test::Outputs<float> got{
+        head(g.O, h, c.n, c.d), Eigen::Map<const Vec<float>>(g.L.data() + h * c.n, c.n),
+        head(g.dQ, h, c.n, c.d), head(g.dK, h, c.m, c.d), head(g.dV, h, c.m, c.d)};
+    test::check_outputs(got, test::Expected<float>(one, prec), "mma backward", prec);
+  }
+}
+
+// Every event of a forward trace, flattened to numbers, in order.
+class Flatten : public TraceSink {
+ public:
+  void on(const TileEvent& e) override {
+    add({double(e.i), double(e.j), double(int(e.kind))});
+    add(e.m_old), add(e.m_new), add(e.alpha), add(e.l);
+  }
+  void on(const TileSkippedEvent& e) override { add({-1.0, double(e.i), double(e.j)}); }
+  void on(const RowsFinalEvent& e) override {
+    add({-2.0, double(e.i)}), add(e.m), add(e.l), add(e.L);
+  }
+  std::vector<double> v;
+
+ private:
+  void add(const std::vector<double>& x) { v.insert(v.end(), x.begin(), x.end()); }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("kernels match the reference: odd shapes, masks, heads", T, float, double) {
+  for (const Case& c : kCases) {
+    for (bool causal : {false, true}) {
+      for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+        if (!causal && align == CausalAlign::bottom_right) continue;
+        for (bool det : {false, true}) {
+          INFO("b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                    << " Br=" << c.Br << " Bc=" << c.Bc << " causal=" << causal
+                    << " align=" << int(align) << " deterministic=" << det);
+          check_case<T>(c, AttnParams{causal, align, {}}, det);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("the grid: the kernels pass the correctness rule in full", T, float, double) {
+  for (const auto& entry : test::grid_with_references<T>()) {
+    INFO(entry.c.name());
+    check_grid_case<T>(entry.c, entry.p, *entry.e);
+  }
+}
+
+TEST_CASE("fully masked rows: O = 0, L = -inf, zero gradients, no NaN") {
+  const Case c{1, 2, 11, 4, 8, 4, 2};
+  const Heads<double> in = random_heads<double>(c, 3);
+  const AttnParams p{true, CausalAlign::bottom_right, {}};
+  std::vector<double> O(in.Q.size()), L(22), dQ(in.Q.size()), dK(in.K.size()), dV(in.K.size()),
+      D(22);
+  cuda::forward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, Impl::teaching, in.Q.data(), in.K.data(),
+                        in.V.data(), O.data(), L.data());
+  cuda::backward<double>({1, 2, 11, 4, 8}, p, {4, 2}, {}, Impl::teaching, false, in.Q.data(),
+                         in.K.data(), in.V.data(), O.data(), L.data(), nullptr, in.dO.data(),
+                         dQ.data(), dK.data(), dV.data(), D.data());
+  for (index_t h = 0; h < 2; ++h)
+    for (index_t q = 0; q < 7; ++q) {
+      CHECK(std::isinf(L[std::size_t(h * 11 + q)]));
+      for (index_t x = 0; x < 8; ++x) {
+        CHECK(O[std::size_t((h * 11 + q) * 8 + x)] == 0.0);
+        CHECK(dQ[std::size_t((h * 11 + q) * 8 + x)] == 0.0);
+      }
+    }
+  for (double v : dK) CHECK_FALSE(std::isnan(v));
+}
+
+TEST_CASE("the kernel's trace equals the CPU path's, event by event") {
+  for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+    const Case c{1, 1, 19, 23, 4, 8, 6};
+    const Heads<double> in = random_heads<double>(c, 5);
+    const AttnParams p{true, align, {}};
+    const Mat<double> Q = head(in.Q, 0, 19, 4), K = head(in.K, 0, 23, 4), V = head(in.V, 0, 23, 4);
+    Flatten cpu, gpu;
+    flash_forward(Q, K, V, p, {8, 6}, &cpu);
+    std::vector<double> O(in.Q.size()), L(19);
+    cuda::KernelTrace trace;
+    cuda::forward<double>({1, 1, 19, 23, 4}, p, {8, 6}, {}, Impl::teaching, in.Q.data(),
+                          in.K.data(), in.V.data(), O.data(), L.data(), nullptr, &trace);
+    cuda::replay(trace, p.mask_for(19, 23), L, gpu);
+    REQUIRE(cpu.v.size() == gpu.v.size());
+    for (std::size_t k = 0; k < cpu.v.size(); ++k) {
+      INFO("value " << k);
+      CHECK(abs_error(gpu.v[k], cpu.v[k]) <= 1e-12 * std::max(1.0, std::abs(cpu.v[k])));
+    }
+  }
+}
+
+TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, heads") {
+  const std::pair<Impl, Precision> rungs[] = {
+      {Impl::simt, Precision::fp32},   {Impl::tc, Precision::bf16},
+      {Impl::mma, Precision::bf16},    {Impl::mma, Precision::fp16},
+      {Impl::hopper, Precision::bf16}, {Impl::hopper, Precision::fp16}};
+  for (const auto& [impl, prec] : rungs)
+    for (const RungCase& c : kRungCases)
+      for (bool causal : {false, true})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (!causal && align == CausalAlign::bottom_right) continue;
+          INFO(impl_name(impl) << " " << precision_name(prec) << " b=" << c.b << " h=" << c.h
+                               << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                               << " causal=" << causal << " align=" << int(align));
+          check_rung(impl, prec, c, AttnParams{causal, align, {}});
+        }
+}
+
+TEST_CASE("the rungs: mma's backward passes the correctness rule: odd shapes, alignments, heads") {
+  for (bool deterministic : {false, true})
+    for (Precision prec : {Precision::bf16, Precision::fp16})
+      for (const RungCase& c : kRungCases)
+        for (bool causal : {false, true})
+          for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+            if (!causal && align == CausalAlign::bottom_right) continue;
+            INFO(std::string(precision_name(prec))
+                 << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                 << " causal=" << causal << " align=" << int(align)
+                 << " deterministic=" << deterministic);
+            check_rung_backward(prec, c, AttnParams{causal, align, {}}, deterministic);
+          }
+}
+
+TEST_CASE(
+    "the rungs: mma's backward gives rows that see no key zero gradients; --deterministic "
+    "is bit-identical") {
+  const RungCase c{1, 2, 90, 20, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
+  const AttnParams p{true, CausalAlign::bottom_right, {}};
+  Heads<float> in = random_heads<float>(Case{1, 2, 90, 20, 64, 64, 64}, 31);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
+  for (bool deterministic : {false, true}) {
+    INFO("deterministic=" << deterministic);
+    const RungGradients a = rung_gradients(Precision::bf16, c, p, in, deterministic);
+    for (index_t h = 0; h < 2; ++h)
+      for (index_t q = 0; q < 70; ++q)
+        for (index_t x = 0; x < 64; ++x) REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
+    for (const auto* g : {&a.dQ, &a.dK, &a.dV})
+      for (float v : *g) REQUIRE(std::isfinite(v));
+  }
+  // Many key tiles add into each dQ row, so the order of the atomics could show; not here.
+  const RungCase big{2, 3, 1000, 1100, 128};
+  Heads<float> x = random_heads<float>(Case{2, 3, 1000, 1100, 128, 64, 64}, 37);
+  for (auto* y : {&x.Q, &x.K, &x.V, &x.dO}) *y = rounded(*y, Precision::bf16);
+  const AttnParams none{false, {}, {}};
+  const RungGradients a = rung_gradients(Precision::bf16, big, none, x, true);
+  const RungGradients b = rung_gradients(Precision::bf16, big, none, x, true);
+  CHECK(a.dQ == b.dQ);
+  CHECK(a.dK == b.dK);
+  CHECK(a.dV == b.dV);
+}
+
+// Keys past m (the last tile's zero rows) carry P = 0, even for a row whose exp(-L) overflows fp16
+// in dS: all scores of row 0 are -24 (K's rows all ones, Q's row 0 = -3), so L is about -19.
+TEST_CASE("the rungs: mma's backward ignores the rows past the last key, whatever L is") {
+  const index_t n = 10, m = 100, d = 64;
+  Heads<float> in = random_heads<float>(Case{1, 1, n, m, d, 64, 64}, 41);
+  std::fill(in.K.begin(), in.K.end(), 1.0f);
+  std::fill(in.Q.begin(), in.Q.begin() + d, -3.0f);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::fp16);
+  const AttnParams none{false, {}, {}};
+  for (bool deterministic : {false, true}) {
+    INFO("deterministic=" << deterministic);
+    const RungGradients g =
+        rung_gradients(Precision::fp16, RungCase{1, 1, n, m, d}, none, in, deterministic);
+    for (const auto* x : {&g.dQ, &g.dK, &g.dV})
+      for (float v : *x) REQUIRE(std::isfinite(v));
+    const test::Problem<float> one{head(in.Q, 0, n, d), head(in.K, 0, m, d), head(in.V, 0, m, d),
+                                   head(in.dO, 0, n, d), none};
+    const test::Outputs<float> got{head(g.O, 0, n, d), Eigen::Map<const Vec<float>>(g.L.data(), n),
+                                   head(g.dQ, 0, n, d), head(g.dK, 0, m, d), head(g.dV, 0, m, d)};
+    test::check_outputs(got, test::Expected<float>(one, Precision::fp16), "mma backward",
+                        Precision::fp16);
+  }
+}
+
+TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
+  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper}) {
+    const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
+    const Case c{1, 2, 90, 20, 64, 64, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
+    const Heads<float> in = random_heads<float>(c, 3);
+    std::vector<float> O(in.Q.size()), L(180);
+    cuda::forward<float>({1, 2, 90, 20, 64}, AttnParams{true, CausalAlign::bottom_right, {}},
+                         cuda::kernel_tiles(impl, 64), Variant{prec, Mistake::none}, impl,
+                         rounded(in.Q, prec).data(), rounded(in.K, prec).data(),
+                         rounded(in.V, prec).data(), O.data(), L.data());
+    for (index_t h = 0; h < 2; ++h)
+      for (index_t q = 0; q < 90; ++q) {
+        INFO(impl_name(impl) << " head " << h << " row " << q);
+        const float Lq = L[std::size_t(h * 90 + q)];
+        CHECK((q < 70 ? std::isinf(Lq) && Lq < 0 : std::isfinite(Lq)));
+        for (index_t x = 0; x < 64; ++x) {
+          const float v = O[std::size_t((h * 90 + q) * 64 + x)];
+          CHECK((q < 70 ? v == 0.0f : std::isfinite(v)));
+        }
+      }
+  }
+}
+
+TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile math)") {
+  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper})
+    for (index_t d : {64, 128})
+      for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+        const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
+        const Case c{1, 2, 150, 100, d, 64, 64};  // two heads: the trace is head 0's alone
+        const Heads<float> in = random_heads<float>(c, 5);
+        const AttnParams p{true, align, {}};
+        const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
+                                 v = rounded(in.V, prec);
+        const Mat<float> Q = head(q, 0, 150, d), K = head(k, 0, 100, d), V = head(v, 0, 100, d);
+        Flatten cpu, gpu;
+        flash_forward(Q, K, V, p, cuda::kernel_tiles(impl, d), &cpu, Variant{prec, Mistake::none});
+        std::vector<float> O(q.size()), L(300);
+        cuda::KernelTrace trace;
+        cuda::forward<float>({1, 2, 150, 100, d}, p, cuda::kernel_tiles(impl, d),
+                             Variant{prec, Mistake::none}, impl, q.data(), k.data(), v.data(),
+                             O.data(), L.data(), nullptr, &trace);
+        cuda::replay(trace, p.mask_for(150, 100), std::vector<double>(L.begin(), L.begin() + 150),
+                     gpu);
+        INFO(impl_name(impl) << " d " << d << " align " << int(align));
+        REQUIRE(cpu.v.size() == gpu.v.size());
+        int off = 0;
+        for (std::size_t x = 0; x < cpu.v.size(); ++x)  // sums in another order: fp32 rounding
+          if (!(abs_error(gpu.v[x], cpu.v[x]) <= 2e-5 * std::max(1.0, std::abs(cpu.v[x]))) &&
+              ++off <= 5)
+            MESSAGE("value " << x << ": gpu " << gpu.v[x] << ", cpu " << cpu.v[x]);
+        CHECK(off == 0);
+      }
+}
+
+TEST_CASE("deterministic mode is bit-reproducible") {
+  const Case c{1, 2, 64, 64, 32, 16, 16};
+  const Heads<float> in = random_heads<float>(c, 9);
+  const cuda::Shape s{1, 2, 64, 64, 32};
+  std::vector<float> O(in.Q.size()), L(128), D(128);
+  cuda::forward<float>(s, AttnParams{}, {16, 16}, {}, Impl::teaching, in.Q.data(), in.K.data(),
+                       in.V.data(), O.data(), L.data());
+  std::vector<float> a(in.Q.size()), b(in.Q.size()), k(in.K.size()), v(in.K.size());
+  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, Impl::teaching, true, in.Q.data(),
+                        in.K.data(), in.V.data(), O.data(), L.data(), nullptr, in.dO.data(),
+                        a.data(), k.data(), v.data(), D.data());
+  cuda::backward<float>(s, AttnParams{}, {16, 16}, {}, Impl::teaching, true, in.Q.data(),
+                        in.K.data(), in.V.data(), O.data(), L.data(), nullptr, in.dO.data(),
+                        b.data(), k.data(), v.data(), D.data());
+  CHECK(a == b);
+}
+
+// The GPU decode (cuda/at_scale/decode.cuh): split-KV with the group's last block merging, graded head by
+// head by the rule in bf16, fp16 and fp32 (the inputs hold values of that format); every split's
+// L_s against the logsumexp of the reference's scores over the split's keys, -inf exactly where
+// the mask hides them all.
+struct DecodeCase {
+  index_t heads, n, m, d;
+};
+const DecodeCase kDecodeCases[] = {{1, 1, 1, 64},    {2, 1, 37, 128},    {1, 3, 1000, 64},
+                                   {2, 3, 37, 64},   {3, 3, 70001, 128}, {2, 1, 70001, 64},
+                                   {2, 5, 1000, 128}};
+
+// log sum_{k in keys} exp(S(q, k)) in double (-inf when every score is).
+double split_lse(const Mat<double>& S, index_t q, Range keys) {
+  double mx = -INFINITY, sum = 0;
+  for (index_t k = keys.begin; k < keys.end; ++k) mx = std::max(mx, S(q, k));
+  if (std::isinf(mx)) return mx;
+  for (index_t k = keys.begin; k < keys.end; ++k) sum += std::exp(S(q, k) - mx);
+  return mx + std::log(sum);
+}
+
+void check_decode_parts(const DecodeCase& c, const cuda::DecodeRun& r, index_t S, index_t head,
+                        const Mat<double>& scores) {
+  const Tiling t = decode_tiling({c.heads, c.n, c.m, c.d}, cuda::decode_tiles(c.n));
+  REQUIRE(r.L_part.size() == std::size_t(c.heads * S * c.n));
+  REQUIRE(r.O_part.size() == std::size_t(c.heads * S * c.n * c.d));
+  int off = 0;
+  for (index_t s = 0; s < S; ++s)
+    for (index_t q = 0; q < c.n; ++q) {
+      const double want = split_lse(scores, q, split_keys(t, S, s));
+      const double got = r.L_part[std::size_t((head * S + s) * c.n + q)];
+      const bool ok =
+          std::isinf(want) ? got == want : std::abs(got - want) <= 1e-4 * (1 + std::abs(want));
+      if (!ok && ++off <= 5)
+        MESSAGE("split " << s << " row " << q << ": L_s " << got << ", want " << want);
+    }
+  CHECK(off == 0);
+}
+
+void check_decode(const DecodeCase& c, Precision prec, const AttnParams& p) {
+  const index_t H = c.heads;
+  Heads<float> in = random_heads<float>(Case{1, H, c.n, c.m, c.d, 1, 1}, 43);
+  for (auto* x : {&in.Q, &in.K, &in.V}) *x = rounded(*x, prec);
+  const DecodeShape shape{H, c.n, c.m, c.d};
+  const Tiling t = decode_tiling(shape, cuda::decode_tiles(c.n));
+  const cuda::DecodeWorkers w = cuda::decode_workers(prec, c.d, c.n);
+  const index_t plan =
+      plan_splits(decode_units(shape, cuda::decode_tiles(c.n)), w.workers(), t.Tc()).splits;
+  std::vector<test::Expected<float>> expected;
+  for (index_t h = 0; h < H; ++h) {
+    const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                   head(in.V, h, c.m, c.d), Mat<float>(), p};
+    expected.emplace_back(one, prec);
+  }
+  const cuda::DecodeInputs inputs{in.Q.data(), in.K.data(), in.V.data(), 0};
+  for (index_t S : {index_t(1), index_t(2), index_t(7), plan}) {
+    if (S > t.Tc()) continue;
+    INFO("splits " << S << " (the plan: " << plan << ")");
+    const cuda::DecodeRun r = cuda::decode(shape, p, prec, S, inputs, {}, 0, 0);
+    for (index_t h = 0; h < H; ++h) {
+      INFO("head " << h);
+      const test::Outputs<float> got{head(r.O, h, c.n, c.d),
+                                     Eigen::Map<const Vec<float>>(r.L.data() + h * c.n, c.n),
+                                     Mat<float>(), Mat<float>(), Mat<float>()};
+      test::check_outputs(got, expected[std::size_t(h)], "decode", prec);
+      check_decode_parts(c, r, S, h, expected[std::size_t(h)].rf.S);
+    }
+  }
+}
+
+TEST_CASE("decode: split-KV on the GPU passes the rule, every split's L_s is its keys' logsumexp") {
+  for (Precision prec : {Precision::bf16, Precision::fp16, Precision::fp32})
+    for (const DecodeCase& c : kDecodeCases)
+      for (bool causal : {false, true})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (!causal && align == CausalAlign::bottom_right) continue;
+          INFO(std::string(precision_name(prec))
+               << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d=" << c.d
+               << " causal=" << causal << " align=" << int(align));
+          check_decode(c, prec, AttnParams{causal, align, {}});
+        }
+}
+
+TEST_CASE("decode: the inputs drawn on the GPU come back as the kernel read them; reps are timed") {
+  const DecodeShape shape{3, 2, 500, 64};
+  const AttnParams p{true, CausalAlign::bottom_right, {}};
+  const cuda::DecodeRun r = cuda::decode(
+      shape, p, Precision::bf16, 3, cuda::DecodeInputs{nullptr, nullptr, nullptr, 5}, {0, 2}, 1, 4);
+  REQUIRE(r.Q.size() == std::size_t(2 * 2 * 64));
+  REQUIRE(r.K.size() == std::size_t(2 * 500 * 64));
+  CHECK(r.ms.size() == 4);
+  double sum = 0, sq = 0;
+  for (float x : r.K) sum += x, sq += double(x) * x;
+  CHECK(std::abs(sum / double(r.K.size())) < 0.05);  // normal draws: mean 0, variance 1
+  CHECK(std::abs(sq / double(r.K.size()) - 1) < 0.05);
+  for (index_t k = 0; k < 2; ++k) {  // heads 0 and 2, graded by the rule
+    const index_t h = k * 2;
+    const test::Problem<float> one{head(r.Q, k, 2, 64), head(r.K, k, 500, 64),
+                                   head(r.V, k, 500, 64), Mat<float>(), p};
+    const test::Outputs<float> got{head(r.O, h, 2, 64),
+                                   Eigen::Map<const Vec<float>>(r.L.data() + h * 2, 2),
+                                   Mat<float>(), Mat<float>(), Mat<float>()};
+    test::check_outputs(got, test::Expected<float>(one, Precision::bf16), "decode (drawn)",
+                        Precision::bf16);
+  }
+}
+
+// The GPU ring (cuda/host/ring_api.hpp) on P ranks sharing this GPU: threads of this process, the
+// blocks passed through the host (RingLink::host; P = 1 passes none: the one-GPU run of
+// `flashdemo ring --device cuda`). The same schedule, steps and merge as over NCCL, only the link
+// differs. Every array by the rule against the reference, in the run's precision (bf16, fp16:
+// against naive attention storing S, P and the outputs in it); the CPU ring is held to the same
+// rule on the same kinds of shapes (test_ring.cpp).
+void check_gpu_ring(index_t n, index_t m, index_t d, index_t P, const AttnParams& p,
+                    RingLayout layout, RingPass pass, Precision prec) {
+  TorchGenerator gen(29);
+  auto draw = [&](index_t rows) {
+    const std::vector<double> x = gen.randn(rows * d);
+    Mat<float> out(rows, d);
+    for (index_t k = 0; k < out.size(); ++k)
+      out.data()[k] = round_to(prec, float(x[std::size_t(k)]));
+    return out;
+  };
+  const bool bwd = pass == RingPass::bwd;
+  const test::Problem<float> pr{draw(n), draw(m), draw(m), bwd ? draw(n) : Mat<float>(), p};
+  const RingSchedule s = ring_schedule(n, m, d, P, layout, p.mask_for(n, m));
+  const RingInputs<float> in{pr.Q.data(), pr.K.data(), pr.V.data(), bwd ? pr.dO.data() : nullptr};
+  const RingResult<float> r = cuda::ring_in_process(s, p, pass, prec, in);
+  const Precision stored = prec == Precision::fp32 ? Precision::fp64 : prec;
+  auto mat = [d](const std::vector<float>& x, index_t rows) {
+    return Mat<float>(Eigen::Map<const Mat<float>>(x.data(), rows, d));
+  };
+  REQUIRE(r.O.size() == std::size_t(n * d));
+  REQUIRE(r.L.size() == std::size_t(n));
+  test::Outputs<float> got{mat(r.O, n), Eigen::Map<const Vec<float>>(r.L.data(), n), {}, {}, {}};
+  if (bwd) {
+    REQUIRE(r.dQ.size() == std::size_t(n * d));
+    REQUIRE(r.dK.size() == std::size_t(m * d));
+    REQUIRE(r.dV.size() == std::size_t(m * d));
+    got.dQ = mat(r.dQ, n), got.dK = mat(r.dK, m), got.dV = mat(r.dV, m);
+  }
+  test::check_outputs(got, test::Expected<float>(pr, stored), "gpu ring", prec);
+  REQUIRE(r.forward.size() == std::size_t(P));
+  REQUIRE(r.backward.size() == (bwd ? std::size_t(P) : 0));
+  for (const auto* times : {&r.forward, &r.backward})
+    for (const RingTimes& t : *times) {
+      CHECK(t.compute.size() == std::size_t(P));
+      CHECK(t.step.size() == std::size_t(P));
+      CHECK(t.wait.size() == std::size_t(P));
+      CHECK(t.comm.size() == std::size_t(P));
+      for (std::size_t k = 0; k < t.step.size(); ++k) {
+        CHECK(t.compute[k] >= 0);
+        CHECK(t.step[k] >= t.compute[k] * 0.99);  // the step holds its compute (event rounding)
+      }
+    }
+}
+
+TEST_CASE("ring: the GPU ring passes the rule, one rank and 2 to 4 sharing this GPU") {
+  const AttnParams none{};
+  const AttnParams top{true, CausalAlign::top_left, {}};
+  const AttnParams bottom{true, CausalAlign::bottom_right, {}};
+  struct Shape {
+    index_t n, m, d;
+  };
+  // Odd sizes, not multiples of the tiles (64 x 64 up to d = 64, 32 x 32 at d = 128, 16 x 16 at
+  // d = 256), n != m both ways, one row; the last two several tiles in a rank's block.
+  const Shape shapes[] = {{61, 61, 16}, {37, 53, 64},   {53, 30, 128}, {1, 9, 8},
+                          {7, 3, 256},  {300, 261, 64}, {515, 515, 32}};
+  for (Precision prec : {Precision::fp32, Precision::bf16, Precision::fp16})
+    for (index_t P = 1; P <= 4; ++P)
+      for (const Shape& sh : shapes)
+        for (const AttnParams* p : {&none, &top, &bottom})
+          for (RingLayout layout : {RingLayout::contiguous, RingLayout::zigzag}) {
+            if (P > std::min(sh.n, sh.m)) continue;
+            // std::string: doctest prints a const char* as a pointer.
+            INFO(std::string(precision_name(prec))
+                 << " P = " << P << ", n = " << sh.n << ", m = " << sh.m << ", d = " << sh.d
+                 << ", causal " << p->causal
+                 << std::string(p->align == CausalAlign::top_left ? " top-left" : " bottom-right")
+                 << std::string(layout == RingLayout::zigzag ? ", zigzag" : ", contiguous"));
+            check_gpu_ring(sh.n, sh.m, sh.d, P, *p, layout, RingPass::bwd, prec);
+          }
+}
+
+TEST_CASE("ring: the GPU ring's forward alone; a scale; one rank passes nothing") {
+  const AttnParams scaled{true, CausalAlign::top_left, 0.5};
+  for (Precision prec : {Precision::fp32, Precision::bf16})
+    for (index_t P : {1, 3}) {
+      INFO(std::string(precision_name(prec)) << " P = " << P);
+      check_gpu_ring(200, 170, 64, P, scaled, RingLayout::zigzag, RingPass::fwd, prec);
+    }
+  const RingSchedule s = ring_schedule(40, 40, 8, 1, RingLayout::zigzag, Mask{});
+  const std::vector<float> x(40 * 8, 0.25f);
+  const RingResult<float> r = cuda::ring_in_process(s, AttnParams{}, RingPass::bwd, Precision::fp32,
+                                                    {x.data(), x.data(), x.data(), x.data()});
+  for (const auto* times : {&r.forward, &r.backward}) {
+    REQUIRE(times->size() == 1);
+    CHECK((*times)[0].comm[0] == 0.0);
+  }
+  CHECK_THROWS_AS(cuda::ring_in_process(s, AttnParams{}, RingPass::fwd, Precision::fp64,
+                                        {x.data(), x.data(), x.data(), nullptr}),
+                  cuda::CudaError);
+}
+
+// Not a test (skipped unless asked: -tc="rung speed*" --no-skip): each rung's forward time at
+// FlashAttention's benchmark shape, for a quick look while developing; `flashdemo ladder` is the
+// measurement.
+TEST_CASE("rung speed, printed" * doctest::skip()) {
+  for (index_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      const index_t n = 4096, b = 4, h = 2048 / d;
+      const Case c{b, h, n, n, d, 64, 64};
+      const Heads<float> in = random_heads<float>(c, 1);
+      const double flops =
+          4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+      for (Impl impl : {Impl::teaching, Impl::simt, Impl::tc, Impl::mma, Impl::hopper}) {
+        const Precision prec = tensor_cores(impl) ? Precision::bf16 : Precision::fp32;
+        const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
+                                 v = rounded(in.V, prec);
+        const TileSizes tiles =
+            impl == Impl::teaching ? cuda::default_tiles(d, 4) : cuda::kernel_tiles(impl, d);
+        auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}}, tiles,
+                                           Variant{prec, Mistake::none}, impl, cuda::Pass::fwd,
+                                           false, q.data(), k.data(), v.data(), q.data(), 2,
+                                           impl == Impl::teaching ? 3 : 10);
+        std::sort(t.ms.begin(), t.ms.end());
+        const double ms = t.ms[t.ms.size() / 2];
+        MESSAGE(std::string(impl_name(impl)) << " d=" << d << " causal=" << causal << ": " << ms
+                                             << " ms, " << flops / ms / 1e9 << " TFLOP/s");
+      }
+    }
+}
+
+// Not a test either (-tc="hopper steps speed*" --no-skip): hopper's forward with each overlap
+// step on and off, side by side, at the same shapes and at n = 16384.
+TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
+  for (index_t n : {4096, 16384})
+    for (index_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        const index_t b = 16384 / n, h = 2048 / d;
+        const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
+        const double flops =
+            4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+        const std::vector<float> q = rounded(in.Q, Precision::bf16),
+                                 k = rounded(in.K, Precision::bf16),
+                                 v = rounded(in.V, Precision::bf16);
+        for (bool ping_pong : {false, true})
+          for (bool overlap : {false, true}) {
+            auto t =
+                cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
+                                               Variant{Precision::bf16, Mistake::none}, ping_pong,
+                                               overlap, q.data(), k.data(), v.data(), 3, 20);
+            std::sort(t.ms.begin(), t.ms.end());
+            const double ms = t.ms[t.ms.size() / 2];
+            MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal
+                                << " ping_pong=" << ping_pong << " overlap=" << overlap << ": "
+                                << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
+          }
+      }
+}
+
+// Not a test either (-tc="rung backward speed*" --no-skip): mma's backward at the same shapes,
+// FLOPs counted as 2.5 times the forward's.
+TEST_CASE("rung backward speed, printed" * doctest::skip()) {
+  for (index_t d : {64, 128})
+    for (bool causal : {false, true})
+      for (bool deterministic : {false, true}) {
+        const index_t n = 4096, b = 4, h = 2048 / d;
+        const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
+        const double flops =
+            2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+        const std::vector<float> q = rounded(in.Q, Precision::bf16),
+                                 k = rounded(in.K, Precision::bf16),
+                                 v = rounded(in.V, Precision::bf16),
+                                 o = rounded(in.dO, Precision::bf16);
+        auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
+                                           cuda::kernel_tiles(Impl::mma, d, cuda::Pass::bwd),
+                                           Variant{Precision::bf16, Mistake::none}, Impl::mma,
+                                           cuda::Pass::bwd, deterministic, q.data(), k.data(),
+                                           v.data(), o.data(), 2, 10);
+        std::sort(t.ms.begin(), t.ms.end());
+        const double ms = t.ms[t.ms.size() / 2];
+        MESSAGE("mma backward d=" << d << " causal=" << causal << " deterministic=" << deterministic
+                                  << ": " << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
+      }
+}
+
+int main(int argc, char** argv) {
+  const cuda::GpuInfo g = cuda::gpu_info();
+  if (!g.present) {
+    std::printf("no GPU (%s): the GPU tests are skipped\n", g.why.c_str());
+    return 77;
+  }
+  std::printf("GPU: %s\n", g.name.c_str());
+  doctest::Context context(argc, argv);
+  return context.run();
+}

@@ -1,0 +1,63 @@
+// test_tiling.cpp — tile ranges, and the closed-form counts against tile-by-tile counting.
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+
+#include "flashdemo/host_device/tiling.hpp"
+
+using namespace fd;
+
+TEST_CASE("tiles cover n and m; the last may be short; a tile may exceed n") {
+  const Tiling t{100, 100, 16, 24};
+  CHECK(t.Tr() == 7);
+  CHECK(t.Tc() == 5);
+  CHECK(t.rows(6).begin == 96);
+  CHECK(t.rows(6).end == 100);
+  CHECK(t.cols(4).size() == 4);
+  const Tiling big{3, 5, 16, 16};
+  CHECK(big.Tr() == 1);
+  CHECK(big.Tc() == 1);
+  CHECK(big.rows(0).size() == 3);
+}
+
+TEST_CASE("count_tiles equals counting tile by tile") {
+  for (bool causal : {false, true}) {
+    for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+      for (index_t n : {1, 7, 16, 33, 100}) {
+        for (index_t m : {1, 9, 16, 40, 100}) {
+          for (index_t Br : {1, 4, 16, 128}) {
+            for (index_t Bc : {1, 5, 24}) {
+              const Tiling t{n, m, Br, Bc};
+              const Mask mask{causal, align, n, m};
+              TileCounts expect;
+              for (index_t i = 0; i < t.Tr(); ++i) {
+                for (index_t j = 0; j < t.Tc(); ++j) {
+                  const TileKind kind = t.classify(mask, i, j);
+                  expect.full += kind == TileKind::full;
+                  expect.partial += kind == TileKind::partial;
+                  expect.skipped += kind == TileKind::skipped;
+                  if (kind != TileKind::skipped)
+                    expect.entries_computed += double(t.rows(i).size() * t.cols(j).size());
+                }
+              }
+              for (index_t q = 0; q < n; ++q)
+                for (index_t k = 0; k < m; ++k) expect.entries_visible += !mask.masked(q, k);
+              const TileCounts c = count_tiles(t, mask);
+              INFO("causal=" << causal << " "
+                             << "n=" << n << " "
+                             << "m=" << m << " "
+                             << "Br=" << Br << " "
+                             << "Bc=" << Bc);
+              CHECK(c.total == t.Tr() * t.Tc());
+              CHECK(c.full == expect.full);
+              CHECK(c.partial == expect.partial);
+              CHECK(c.skipped == expect.skipped);
+              CHECK(c.entries_computed == expect.entries_computed);
+              CHECK(c.entries_visible == expect.entries_visible);
+            }
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,113 @@
+// test_verdict.cpp — the verdict of a run (verdict.hpp) and the 2x rule under it (compare.hpp):
+// right answers pass, wrong ones fail, no yardstick is never a pass, heads fold to the worst.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "flashdemo/teaching/flash_backward.hpp"
+#include "flashdemo/teaching/flash_forward.hpp"
+#include "flashdemo/io/random.hpp"
+#include "flashdemo/judge/verdict.hpp"
+
+using namespace fd;
+
+TEST_CASE("the 2x rule: bound = 2 naive + floor, inclusive; no finite yardstick, no verdict") {
+  const double floor32 = rule_floor(Precision::fp32);
+  CHECK(floor32 == kAbsSlack);
+  CHECK(rule_floor(Precision::fp64) == kAbsSlack64);
+  CHECK(rule_floor(Precision::fp32, 1e3) == doctest::Approx(4 * 0x1p-24 * 1e3));  // 4 u R
+  const double naive = 3e-7, bound = 2 * naive + floor32;
+  CHECK(apply_rule(Precision::fp32, bound, naive).outcome == Outcome::pass);
+  CHECK(apply_rule(Precision::fp32, std::nextafter(bound, 1.0), naive).outcome == Outcome::fail);
+  CHECK(apply_rule(Precision::fp32, 0, naive).bound == doctest::Approx(bound));
+  CHECK(apply_rule(Precision::fp32, INFINITY, naive).outcome == Outcome::fail);
+  CHECK(apply_rule(Precision::bf16, 1e-9, INFINITY).outcome == Outcome::no_verdict);
+  CHECK(apply_rule(Precision::bf16, 0, NAN).outcome == Outcome::no_verdict);
+  // abs_error: equal infinities (a row that sees no key) agree; NaN never does.
+  CHECK(abs_error<double>(-INFINITY, -INFINITY) == 0);
+  CHECK(abs_error<double>(NAN, 1.0) == INFINITY);
+  CHECK(abs_error<double>(INFINITY, 1.0) == INFINITY);
+}
+
+TEST_CASE("a run's outcome: any used fail fails, then no verdict, never a pass without a bound") {
+  const RuleVerdict pass{Outcome::pass, 1e-7, 1e-7, 1e-6, 1e-6};
+  const RuleVerdict fail{Outcome::fail, 1e-3, 1e-7, 1e-6, 1e-6};
+  const RuleVerdict none{Outcome::no_verdict, 1e-7, INFINITY, INFINITY, 1e-6};
+  RunVerdict v;
+  v.add("O", pass);
+  v.add("L", pass);
+  CHECK(v.outcome() == Outcome::pass);
+  v.add("D", fail);
+  CHECK(v.outcome() == Outcome::fail);
+  CHECK(v.failing() == "D");
+  v.set_used("D", false);  // --break no-d: D shown, not judged
+  CHECK(v.outcome() == Outcome::pass);
+  CHECK_FALSE(v.used("D"));
+  v.add("dQ", none);
+  CHECK(v.outcome() == Outcome::no_verdict);
+  CHECK_FALSE(v.pass());
+  CHECK_THROWS(v["dK"]);
+}
+
+TEST_CASE("heads fold array by array: each keeps the worse of the two") {
+  RunVerdict a, b;
+  a.add("O", {Outcome::pass, 1e-7, 1e-7, 1e-6, 1e-6});
+  a.add("L", {Outcome::pass, 5e-7, 1e-7, 1e-6, 1e-6});
+  b.add("O", {Outcome::fail, 2e-6, 1e-7, 1e-6, 1e-6});
+  b.add("L", {Outcome::pass, 1e-7, 1e-7, 1e-6, 1e-6});
+  RunVerdict all;
+  all.fold(a);
+  all.fold(b);
+  CHECK(all["O"].outcome == Outcome::fail);
+  CHECK(all["O"].err == 2e-6);
+  CHECK(all["L"].err == 5e-7);  // the larger share of its bound
+  CHECK(all.failing() == "O");
+}
+
+TEST_CASE_TEMPLATE("forward: the tiled run passes; an O off by more than rounding fails", T, float,
+                   double) {
+  TorchGenerator gen(3);
+  const index_t n = 37, m = 29, d = 8;
+  const Mat<T> Q = gen.randn_matrix<T>(n, d), K = gen.randn_matrix<T>(m, d),
+               V = gen.randn_matrix<T>(m, d);
+  for (bool causal : {false, true}) {
+    const AttnParams params{causal, CausalAlign::bottom_right, {}};
+    const ForwardJudge<T> j = forward_judge<T>(Q, K, V, params, precision_of<T>());
+    const ForwardResult<T> out = flash_forward(Q, K, V, params, TileSizes{8, 5});
+    const RunVerdict v = judge_forward(j, view(out.O), view(out.L), precision_of<T>());
+    CHECK(v.pass());
+    Mat<T> O = out.O;
+    O(n - 1, d - 1) += T(1e-3);
+    CHECK(judge_forward(j, view(O), view(out.L), precision_of<T>()).failing() == "O");
+    Vec<T> L = out.L;
+    L(n - 1) = T(NAN);
+    CHECK(judge_forward(j, view(out.O), view(L), precision_of<T>()).failing() == "L");
+    CHECK(first_nonfinite(L, j.ref.L) == n - 1);
+    CHECK(first_nonfinite(out.L, j.ref.L) == -1);
+  }
+}
+
+TEST_CASE_TEMPLATE("backward: the FlashAttention-2 run passes; a wrong dQ fails; dO = 2 O", T,
+                   float, double) {
+  TorchGenerator gen(5);
+  const index_t n = 23, m = 31, d = 6;
+  const Mat<T> Q = gen.randn_matrix<T>(n, d), K = gen.randn_matrix<T>(m, d),
+               V = gen.randn_matrix<T>(m, d), dO = gen.randn_matrix<T>(n, d);
+  const AttnParams params{true, CausalAlign::top_left, {}};
+  const ForwardResult<T> fwd = flash_forward(Q, K, V, params, TileSizes{4, 8});
+  for (bool given : {true, false}) {
+    const BackwardJudge<T> j =
+        backward_judge<T>(Q, K, V, given ? &dO : nullptr, params, precision_of<T>());
+    const Mat<T> up = given ? dO : Mat<T>(T(2) * fwd.O);
+    const BackwardResult<T> g = flash_backward(Q, K, V, fwd, up, params, TileSizes{4, 8});
+    const RunVerdict v =
+        judge_backward(j, view(g.dQ), view(g.dK), view(g.dV), view(g.D), precision_of<T>());
+    CHECK(v.pass());
+    CHECK(v.arrays().size() == 4);
+    Mat<T> dQ = g.dQ;
+    dQ(n / 2, 0) *= T(1.001);
+    dQ(n / 2, 0) += T(1e-4);
+    CHECK(judge_backward(j, view(dQ), view(g.dK), view(g.dV), view(g.D), precision_of<T>())
+              .failing() == "dQ");
+  }
+}

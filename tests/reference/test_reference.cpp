@@ -1,0 +1,59 @@
+// test_reference.cpp — standard attention on cases small enough to check by hand.
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+
+#include "check.hpp"
+#include "flashdemo/reference/reference.hpp"
+
+using namespace fd;
+
+TEST_CASE("one query, two keys: O is the softmax-weighted mix of V") {
+  Mat<double> Q(1, 1), K(2, 1), V(2, 2);
+  Q << 1;
+  K << 0, 2;
+  V << 1, 0, 0, 1;
+  const auto r = reference_forward(Q, K, V, AttnParams{false, CausalAlign::top_left, 1.0});
+  const double p1 = std::exp(2.0) / (1 + std::exp(2.0));
+  CHECK(r.S(0, 1) == 2.0);
+  CHECK(r.P(0, 1) == doctest::Approx(p1));
+  CHECK(r.O(0, 0) == doctest::Approx(1 - p1));
+  CHECK(r.O(0, 1) == doctest::Approx(p1));
+  CHECK(r.L(0) == doctest::Approx(std::log(1 + std::exp(2.0))));
+}
+
+TEST_CASE("rows of P sum to 1; masked entries are -inf in S and 0 in P") {
+  Mat<double> Q = Mat<double>::Random(5, 3), K = Mat<double>::Random(5, 3);
+  Mat<double> V = Mat<double>::Random(5, 3);
+  const auto r = reference_forward(Q, K, V, AttnParams{true, CausalAlign::top_left, {}});
+  for (index_t q = 0; q < 5; ++q) {
+    CHECK(r.P.row(q).sum() == doctest::Approx(1.0));
+    for (index_t k = q + 1; k < 5; ++k) {
+      CHECK(is_neg_inf(r.S(q, k)));
+      CHECK(r.P(q, k) == 0.0);
+    }
+  }
+  CHECK(r.S(0, 0) == doctest::Approx(Q.row(0).dot(K.row(0)) / std::sqrt(3.0)));
+}
+
+TEST_CASE("a fully masked row gives O = 0 and L = -inf") {
+  Mat<double> Q = Mat<double>::Random(4, 2), K = Mat<double>::Random(2, 2);
+  Mat<double> V = Mat<double>::Random(2, 2);
+  const auto r = reference_forward(Q, K, V, AttnParams{true, CausalAlign::bottom_right, {}});
+  for (index_t q = 0; q < 2; ++q) {  // offset m - n = -2: rows 0, 1 see nothing
+    CHECK(is_neg_inf(r.L(q)));
+    CHECK(r.O.row(q).isZero(0));
+  }
+  CHECK(std::isfinite(r.L(2)));
+  CHECK(r.O.allFinite());
+}
+
+TEST_CASE("float and double references agree to float precision") {
+  Mat<double> Q = Mat<double>::Random(9, 4), K = Mat<double>::Random(7, 4);
+  Mat<double> V = Mat<double>::Random(7, 4);
+  const AttnParams p{true, CausalAlign::bottom_right, {}};
+  const auto rd = reference_forward(Q, K, V, p);
+  const auto rf = reference_forward<float>(Q.cast<float>(), K.cast<float>(), V.cast<float>(), p);
+  test::check_close(rf.O, rd.O, 1e-5, "O");
+  test::check_close(rf.L, rd.L, 1e-5, "L");
+}
