@@ -18,6 +18,11 @@ Every code block of a document is one of:
   - any other block must hold no digit (commands to type, say).
 With --update, blocks whose output changed are rewritten in place (those with `...` or `<...>` are
 only reported). Usage: docs_test.py FLASHDEMO REPO [--update] [FILE ...]
+
+`docs_test.py --names REPO [FILE ...]` checks instead that every file path and identifier the
+prose names in backticks exists in the tree (the rules are at `check_names` below), and prints
+each that does not as DOC:LINE: `SPAN`; `docs_test.py --self-test` shows that check failing on
+names that do not exist. Neither needs the binary.
 """
 import difflib
 import os
@@ -228,17 +233,248 @@ def check_file(path, bindir, update):
     return failures
 
 
+# --- Names: every backticked file path and identifier of the prose exists in the tree ----------
+#
+# The prose of README.md and docs/*.md (outside fenced blocks and HTML comments) names code in
+# `backticks`. Each span is one of (checked in this order):
+#   - not code, left alone: a command line or anything with a space (`flashdemo forward`,
+#     `max |O - O_ref|`), an option or a flag (starts with `-`), a number, a span holding any of
+#     = " ' | \ $ , + ; { } [ ] @ # % ^ or a `.` outside a file name (math, JSON, shell, Python's
+#     dotted names), a machine's path (starts with `/` or `~`), a build output (`build/...`), a
+#     file type (`.npy`), a word in capitals alone (`SIGINT`, `HGMMA`: signals, environment,
+#     SASS), a name in another library's namespace (`std::`, `CLI::`, `fmt::`, `Eigen::`,
+#     `nlohmann::`), the JSON fields of a schema table (the first column of a table after
+#     `<!-- schema: ... -->`: tests/json_schema_test.py holds those against the program's output);
+#   - a file path: it holds a `/`, or ends in one of SOURCE_EXTENSIONS. With a `/`, it must exist
+#     relative to the document's folder, to the repository root, or to src/ (in that order;
+#     `flashdemo/judge/verdict.hpp` is src/flashdemo/judge/verdict.hpp); a bare file name must
+#     be the name of a file somewhere in the tree. A `/` span whose first part is neither `..`
+#     nor a top-level entry of the repository or of src/ (`en/zh`, `fp32/fp64`) and that has no
+#     source extension is prose, not a path;
+#   - an identifier: C++-like (`fd::name`, `name()`, `name(args)`, `Name`, `snake_case_name`,
+#     `kConstant`, `Struct::member`, `inputs_for<T>`): each part between `::` must appear as a
+#     whole word in a file of CODE_TREES (strings and comments count: an option value such as
+#     `teaching` is a string there; this file does not count, it names what does not exist);
+# `<...>` (`setup_<name>`, `demos/<name>.cpp`) and `*` stand for any text, and must match
+# something. Relative links, [text](../src/...), must name an existing file too.
+SOURCE_EXTENSIONS = (".cpp", ".hpp", ".cuh", ".cu", ".inc", ".py", ".sh", ".md", ".json", ".txt",
+                     ".cmake", ".zsh")
+CODE_TREES = ("src", "demos", "tests", "scripts", "cmake", ".ci", "CMakeLists.txt",
+              "CMakePresets.json")
+EXTERNAL_NAMESPACES = ("std", "CLI", "fmt", "Eigen", "nlohmann")
+# Names of what is not in this tree, each named as someone else's by the sentence around it.
+NOT_IN_TREE = {
+    "05_flash_attention.py",  # the lecture's script: the course's, not this repository's
+    "standard_attention", "block_q", "block_k",  # the lecture script's names (backward.md)
+    "num_splits_heuristic",  # FlashAttention's split-KV heuristic (at-scale.md)
+    "do_bench",  # Triton's timer (gpu-ladder.md)
+    "ncu", "short_scoreboard", "long_scoreboard", "dispatch_stall",  # Nsight Compute's
+    "gpu_compare.py",  # the GPU machine's comparison harness, said not to be here (gpu-ladder.md)
+    "nokc", "t128x256",  # row labels of docs/data/cpu_tiles_2026-12-02.txt (performance.md)
+}
+NOT_CODE = re.compile(r"""\s|^-|^[/~]|^build/|["'|\\$,+;{}\[\]@#%^=]|^[A-Z]+$""")
+NUMBERISH = re.compile(r"^[-+]?[\d.]+(?:[eE][-+]?\d+)?[a-zA-Z%]{0,3}$|^\d+x\d+")
+IDENTIFIER = re.compile(r"^~?[A-Za-z_<][\w<>*]*(?:::~?[A-Za-z_<][\w<>*]*)*(?:<[^<>]*>)?"
+                        r"(?:\(.*\))?(?:&|\*)?$")
+INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+
+
+class Tree:
+    """The repository's files and the words of its code."""
+
+    def __init__(self, repo):
+        self.repo = os.path.abspath(repo)
+        self.files, self.words = set(), set()
+        for top in os.listdir(self.repo):
+            if top.startswith("build") or top in (".git", "out", ".cache", "device"):
+                continue
+            path = os.path.join(self.repo, top)
+            walk = os.walk(path) if os.path.isdir(path) else [(self.repo, [], [top])]
+            for folder, dirs, names in walk:
+                dirs[:] = [d for d in dirs if d != "__pycache__"]
+                for name in names:
+                    rel = os.path.relpath(os.path.join(folder, name), self.repo)
+                    self.files.add(rel)
+                    if rel.split(os.sep)[0] in CODE_TREES and "/fuzz/corpus/" not in rel \
+                            and rel != os.path.join("tests", "docs_test.py"):
+                        with open(os.path.join(self.repo, rel), "rb") as f:
+                            text = f.read(2_000_000).decode("utf-8", "replace")
+                        self.words.update(re.findall(r"\w+", text))
+        self.dirs = {os.path.dirname(f) for f in self.files}
+        for d in list(self.dirs):
+            while d:
+                d = os.path.dirname(d)
+                self.dirs.add(d)
+        self.dirs.discard("")
+        self.basenames = {os.path.basename(f) for f in self.files}
+        self.tops = {f.split("/")[0] for f in self.files} | {
+            f.split("/")[1] for f in self.files if f.startswith("src/")}
+
+    def path_exists(self, span, doc_dir):
+        """span relative to the document's folder, the root or src/; `<...>` and `*` stand for
+        any text within one folder's name."""
+        for base in (doc_dir, "", "src"):
+            full = os.path.normpath(os.path.join(base, span))
+            if "<" not in full and "*" not in full:
+                if full in self.files or full in self.dirs:
+                    return True
+                continue
+            rx = re.compile(re.sub(r"<[^<>/]*>|\\\*", "[^/]*", re.escape(full)) + "$")
+            if any(rx.match(f) for f in self.files | self.dirs):
+                return True
+        return False
+
+    def file_named(self, span):
+        """A file of this name anywhere in the tree (`<...>` and `*` any text)."""
+        rx = re.compile(re.sub(r"<[^<>/]*>|\\\*", ".*", re.escape(span)) + "$")
+        return any(rx.match(b) for b in self.basenames)
+
+    def word_exists(self, part):
+        """part as a whole word; `<...>` and `*` any text, a trailing `_` a prefix (`setup_`)."""
+        if "<" not in part and "*" not in part and not part.endswith("_"):
+            return part in self.words
+        rx = re.compile(re.sub(r"<[^<>]*>|\\\*", r"\\w*", re.escape(part))
+                        + (r"\w*" if part.endswith("_") else "") + "$")
+        return any(rx.match(w) for w in self.words)
+
+
+def span_kind(span):
+    """'path', 'name', or None (not code: see the rules above)."""
+    if NOT_CODE.search(span) or NUMBERISH.match(span) or span in (".", ".."):
+        return None
+    if span.startswith(".") and "/" not in span:  # a file type (`.npy`, `.inc`), not a file
+        return None
+    if "/" in span or span.endswith(SOURCE_EXTENSIONS):
+        return "path"
+    if span.split("::")[0] in EXTERNAL_NAMESPACES:
+        return None
+    return "name" if IDENTIFIER.match(span) else None
+
+
+def name_parts(span):
+    """The words an identifier span names: `fd::Grader::diagnose(...)` -> fd, Grader, diagnose."""
+    span = re.sub(r"\(.*\)$", "", span).rstrip("&*")
+    span = re.sub(r"(?<=[A-Za-z0-9])<[^<>]*>$", "", span)  # a template argument: `inputs_for<T>`
+    return [p.lstrip("~") for p in span.split("::") if p]
+
+
+def prose_lines(text):
+    """(line number, line) of the text outside fenced blocks and HTML comments; in the tables of
+    JSON fields (after `<!-- schema: ... -->`) without their first cell."""
+    fenced, schema, out = False, False, []
+    text = re.sub(r"<!--(?! schema:).*?-->", lambda m: "\n" * m.group(0).count("\n"), text,
+                  flags=re.S)
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.startswith("<!-- schema:"):
+            schema = True
+            continue
+        if schema and line.startswith("|"):
+            line = "|" + "|".join(re.split(r"(?<!\\)\|", line)[2:])
+        elif line.strip():
+            schema = False
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            out.append((number, line))
+    return out
+
+
+def check_names(path, tree, doc=None):
+    """Every backticked path and identifier, and every relative link, of one document (doc: the
+    path it is read as, relative to the repository; by default where it is)."""
+    doc = doc or os.path.relpath(os.path.abspath(path), tree.repo)
+    doc_dir = os.path.dirname(doc)
+    failures = []
+    for number, line in prose_lines(open(path, encoding="utf-8").read()):
+        for m in INLINE_CODE.finditer(line):
+            span = m.group(2).strip()
+            kind = span_kind(span)
+            if span in NOT_IN_TREE or kind is None:
+                continue
+            if kind == "path":
+                top = span.split("/")[0]
+                if "/" in span and top not in tree.tops and top != ".." \
+                        and not span.endswith(SOURCE_EXTENSIONS) \
+                        and not tree.path_exists(os.path.join(doc_dir, top), ""):
+                    continue  # `en/zh`: prose with a slash
+                ok = tree.path_exists(span, doc_dir) if "/" in span else tree.file_named(span)
+                if not ok:
+                    failures.append(f"{doc}:{number}: `{span}`: no such file in the tree")
+            else:
+                missing = [p for p in name_parts(span) if not tree.word_exists(p)]
+                if missing:
+                    failures.append(f"{doc}:{number}: `{span}`: no `{missing[0]}` in "
+                                    + ", ".join(CODE_TREES[:4]) + " (nor the CMake files)")
+        for m in LINK.finditer(line):
+            target = m.group(1)
+            if re.match(r"\w+:", target):
+                continue
+            if not tree.path_exists(os.path.normpath(os.path.join(doc_dir, target)), ""):
+                failures.append(f"{doc}:{number}: link ({target}): no such file in the tree")
+    return failures
+
+
+def self_test():
+    """The name check fails on names that do not exist, and passes on ones that do."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tree = Tree(repo)
+    scratch = tempfile.mkdtemp(prefix="docs_names_")
+    try:
+        doc = os.path.join(scratch, "selftest.md")  # read as docs/selftest.md
+        good = ("Real: `fd::RowState`, `merge_splits()`, `Grader::diagnose`, `kMaxSplits`, "
+                "`setup_<name>(CLI::App&)`, `src/flashdemo/judge/verdict.hpp`, `verdict.hpp`, "
+                "`demos/<name>.cpp`, [x](../README.md); not code: `flashdemo forward --causal`, "
+                "`--impl`, `1e-6`, `m = 7.705`, `en/zh`, `build/release/flashdemo`.\n")
+        bad = ("`fd::no_such_function_zq()` `Grader::no_such_member_zq` `src/flashdemo/gone.hpp` "
+               "`gone_zq.cpp` `tests/zq_<name>.cpp` [y](../src/nowhere_zq.hpp)\n")
+        with open(doc, "w", encoding="utf-8") as f:
+            f.write("# self-test\n\n" + good + "\n```text\n`fd::inside_a_block_zq`\n```\n" + bad)
+        got = check_names(doc, tree, "docs/selftest.md")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    expected = ["no_such_function_zq", "no_such_member_zq", "gone.hpp", "gone_zq.cpp",
+                "zq_<name>.cpp", "nowhere_zq.hpp"]
+    problems = []
+    if len(got) != len(expected):
+        problems.append(f"{len(got)} failures, expected {len(expected)}:\n  " + "\n  ".join(got))
+    for name in expected:
+        if not any(name in g and f":{8}:" in g for g in got):
+            problems.append(f"no failure naming `{name}` at line 8 of the document")
+    for p in problems:
+        print("docs_test --self-test:", p)
+    print(f"docs_test --self-test: {'FAILED' if problems else 'passed'}")
+    return 1 if problems else 0
+
+
+def main_names(repo, files):
+    tree = Tree(repo)
+    failures = [f for path in files for f in check_names(path, tree)]
+    for f in failures:
+        print(f)
+    print(f"docs_test --names: {len(files)} files, {len(failures)} names not in the tree")
+    return 1 if failures else 0
+
+
+def doc_files(repo):
+    docs = os.path.join(repo, "docs")
+    return [os.path.join(repo, "README.md")] + sorted(
+        os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
+
+
 def main():
+    if sys.argv[1:2] == ["--self-test"]:
+        return self_test()
+    if sys.argv[1:2] == ["--names"]:
+        repo = sys.argv[2]
+        return main_names(repo, sys.argv[3:] or doc_files(repo))
     args = [a for a in sys.argv[1:] if a != "--update"]
     update = "--update" in sys.argv
     exe, repo, files = os.path.abspath(args[0]), args[1], args[2:]
     bindir = tempfile.mkdtemp(prefix="docs_bin_")
     os.symlink(exe, os.path.join(bindir, "flashdemo"))
     os.symlink("/usr/bin/python3", os.path.join(bindir, "python3"))  # Debian's, with NumPy
-    if not files:
-        docs = os.path.join(repo, "docs")
-        files = [os.path.join(repo, "README.md")] + sorted(
-            os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
+    files = files or doc_files(repo)
     failures = []
     for f in files:
         failures += check_file(f, bindir, update)
