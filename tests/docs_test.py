@@ -380,13 +380,47 @@ def prose_lines(text):
     return out
 
 
+TREE_MAP = re.compile(r"<!--\s*not run: a map of the source tree\s*-->\s*\n```\w*\n(.*?)^```",
+                      re.S | re.M)
+
+
+def tree_map_failures(text, doc, tree):
+    """The entries of a source-tree map (a block after `<!-- not run: a map of the source tree
+    -->`): each line whose first word starts left of the descriptions' column names a file or a
+    folder (ending in `/`) inside the folder above it at a smaller indent; each must exist."""
+    failures = []
+    for m in TREE_MAP.finditer(text):
+        first_line = text[:m.start(1)].count("\n") + 1
+        lines = m.group(1).split("\n")
+        column = re.match(r"\S+\s+", lines[0].lstrip()) if lines else None
+        column = len(lines[0]) - len(lines[0].lstrip()) + column.end() if column else 1 << 30
+        stack = []  # (indent, folder)
+        for k, line in enumerate(lines):
+            entry = re.match(r"( *)(\S+)", line)
+            if not entry or len(entry.group(1)) >= column:
+                continue
+            indent, name = len(entry.group(1)), entry.group(2)
+            if not (name.endswith("/") or "." in name):
+                continue
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            path = os.path.normpath(os.path.join(stack[-1][1] if stack else "", name))
+            if path not in tree.files and path not in tree.dirs:
+                failures.append(f"{doc}:{first_line + k}: `{path}` (in the tree map): no such "
+                                "file or folder")
+            if name.endswith("/"):
+                stack.append((indent, path))
+    return failures
+
+
 def check_names(path, tree, doc=None):
     """Every backticked path and identifier, and every relative link, of one document (doc: the
     path it is read as, relative to the repository; by default where it is)."""
     doc = doc or os.path.relpath(os.path.abspath(path), tree.repo)
     doc_dir = os.path.dirname(doc)
-    failures = []
-    for number, line in prose_lines(open(path, encoding="utf-8").read()):
+    text = open(path, encoding="utf-8").read()
+    failures = tree_map_failures(text, doc, tree)
+    for number, line in prose_lines(text):
         for m in INLINE_CODE.finditer(line):
             span = m.group(2).strip()
             kind = span_kind(span)
@@ -429,18 +463,23 @@ def self_test():
         bad = ("`fd::no_such_function_zq()` `Grader::no_such_member_zq` `src/flashdemo/gone.hpp` "
                "`gone_zq.cpp` `tests/zq_<name>.cpp` [y](../src/nowhere_zq.hpp)\n")
         with open(doc, "w", encoding="utf-8") as f:
-            f.write("# self-test\n\n" + good + "\n```text\n`fd::inside_a_block_zq`\n```\n" + bad)
+            f.write("# self-test\n\n" + good + "\n```text\n`fd::inside_a_block_zq`\n```\n" + bad
+                    + "\n<!-- not run: a map of the source tree -->\n```text\n"
+                    "src/flashdemo/   the library\n  judge/         the judge\n"
+                    "    verdict.hpp  a run's verdict\n  gone_zq/       no such folder\n"
+                    "tests/           the tests\n```\n")
         got = check_names(doc, tree, "docs/selftest.md")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     expected = ["no_such_function_zq", "no_such_member_zq", "gone.hpp", "gone_zq.cpp",
-                "zq_<name>.cpp", "nowhere_zq.hpp"]
+                "zq_<name>.cpp", "nowhere_zq.hpp", "src/flashdemo/gone_zq"]
     problems = []
     if len(got) != len(expected):
         problems.append(f"{len(got)} failures, expected {len(expected)}:\n  " + "\n  ".join(got))
     for name in expected:
-        if not any(name in g and f":{8}:" in g for g in got):
-            problems.append(f"no failure naming `{name}` at line 8 of the document")
+        line = 15 if name == "src/flashdemo/gone_zq" else 8
+        if not any(name in g and f":{line}:" in g for g in got):
+            problems.append(f"no failure naming `{name}` at line {line} of the document")
     for p in problems:
         print("docs_test --self-test:", p)
     print(f"docs_test --self-test: {'FAILED' if problems else 'passed'}")
