@@ -20,8 +20,9 @@ With --update, blocks whose output changed are rewritten in place (those with `.
 only reported). Usage: docs_test.py FLASHDEMO REPO [--update] [FILE ...]
 
 `docs_test.py --names REPO [FILE ...]` checks instead that every file path and identifier the
-prose names in backticks exists in the tree (the rules are at `check_names` below), and prints
-each that does not as DOC:LINE: `SPAN`; `docs_test.py --self-test` shows that check failing on
+prose names in backticks, every relative link and every entry of a source-tree map exists in
+the tree (the rules are above `check_names` below), and prints each that does not as
+DOC:LINE: `SPAN`; `docs_test.py --self-test` shows that check failing on
 names that do not exist. Neither needs the binary.
 """
 import difflib
@@ -256,7 +257,9 @@ def check_file(path, bindir, update):
 #     whole word in a file of CODE_TREES (strings and comments count: an option value such as
 #     `teaching` is a string there; this file does not count, it names what does not exist);
 # `<...>` (`setup_<name>`, `demos/<name>.cpp`) and `*` stand for any text, and must match
-# something. Relative links, [text](../src/...), must name an existing file too.
+# something. Relative links, [text](../src/...), must name an existing file too, and so must the
+# entries of a source-tree map (a block after `<!-- not run: a map of the source tree -->`:
+# tree_map_failures). Every failure reads DOC:LINE: `SPAN`: why.
 SOURCE_EXTENSIONS = (".cpp", ".hpp", ".cuh", ".cu", ".inc", ".py", ".sh", ".md", ".json", ".txt",
                      ".cmake", ".zsh")
 CODE_TREES = ("src", "demos", "tests", "scripts", "cmake", ".ci", "CMakeLists.txt",
