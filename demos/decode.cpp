@@ -1,8 +1,8 @@
 // decode.cpp — `flashdemo decode`: split-KV attention ("flash-decoding") on the CPU. The library
-// (flashdemo/at_scale/split_kv.hpp) plans the splits, computes them on OpenMP threads and merges them
-// (online_softmax.hpp: merge_splits); this file prints the problem, the plan, the splits and their
-// L_s, the merge of the first rows, the verdict against the reference (compare.hpp: the 2x rule),
-// and the timing of S splits and of S = 1 beside a parallel read of as many bytes
+// (flashdemo/at_scale/split_kv.hpp) plans the splits, computes them on OpenMP threads and merges
+// them (online_softmax.hpp: merge_splits); this file prints the problem, the plan, the splits and
+// their L_s, the merge of the first rows, the verdict against the reference (compare.hpp: the 2x
+// rule), and the timing of S splits and of S = 1 beside a parallel read of as many bytes
 // (benchmark.hpp: time_loop, read_bandwidth). --device cuda runs on the GPU (decode_gpu.cpp),
 // printing the same parts (decode_parts.hpp).
 // --json: one `decode_split` object per split, then one `result` (docs/trace-format.md, section
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "common.hpp"
-#include "flashdemo/tools/benchmark.hpp"
-#include "flashdemo/judge/compare.hpp"
-#include "flashdemo/host_device/online_softmax.hpp"
-#include "flashdemo/reference/reference.hpp"
 #include "flashdemo/at_scale/split_kv.hpp"
+#include "flashdemo/host_device/online_softmax.hpp"
+#include "flashdemo/judge/compare.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
 #include "ui/output.hpp"
@@ -57,11 +57,11 @@ namespace {
 // draws of one array in double, the partial and merged outputs of S splits and of S = 1, the read
 // buffer (as large as K and V), and one head's reference, naive run and magnitudes (S and P,
 // n x m each, and their inputs in the wider type).
-double bytes_needed(const DecodeOptions& o, index_t S, double t_bytes, double w_bytes) {
+double bytes_needed(const DecodeOptions& o, index_t num_splits, double t_bytes, double w_bytes) {
   const double H = double(o.heads()), n = double(o.n), m = double(o.m), d = double(o.d);
   const double inputs = H * (2 * n + 2 * m) * d * t_bytes;
   const double draws = H * m * d * 8;
-  const double outputs = H * (double(S) + 2) * n * (d + 1) * 2 * t_bytes;
+  const double outputs = H * (double(num_splits) + 2) * n * (d + 1) * 2 * t_bytes;
   const double read = 2 * H * m * d * t_bytes;
   const double reference = 6 * n * m * w_bytes + 2 * (n + 2 * m) * d * w_bytes;
   return inputs + draws + outputs + read + reference;
@@ -117,10 +117,10 @@ Timing time_runs(const DecodeOptions& o, const SplitPlan& plan, const bench::Arr
                  SplitKvResult<T>& out) {
   Timing t;
   t.bytes = kv_bytes(o.shape(), o.mask(), sizeof(T));
-  auto run = [&](index_t S, SplitKvResult<T>& r) {
+  auto run = [&](index_t num_splits, SplitKvResult<T>& r) {
     return bench::summarize(bench::time_loop(
         [&] {
-          split_kv_forward(o.shape(), o.params(), S, o.workers(), a.Q.data(), a.K.data(),
+          split_kv_forward(o.shape(), o.params(), num_splits, o.workers(), a.Q.data(), a.K.data(),
                            a.V.data(), r);
         },
         1, o.reps));
@@ -162,8 +162,9 @@ void print_plan(const SplitPlan& plan, const std::string& units_line) {
   ui::result_raw(units_line);
   std::string effs;
   const index_t shown = std::min(plan.max_splits, kShownEfficiencies);
-  for (index_t S = 1; S <= shown; ++S)
-    effs += fmt::format("{}{:.0f}%", S > 1 ? " " : "", 100 * plan.efficiency[std::size_t(S - 1)]);
+  for (index_t num_splits = 1; num_splits <= shown; ++num_splits)
+    effs += fmt::format("{}{:.0f}%", num_splits > 1 ? " " : "",
+                        100 * plan.efficiency[std::size_t(num_splits - 1)]);
   ui::result(Msg::decode_plan_eff, effs,
              plan.max_splits > shown ? ui::tr(Msg::decode_plan_more) : "");
   // A forced S may lie beyond Smax, where the table stops.
@@ -178,7 +179,7 @@ void print_plan(const SplitPlan& plan, const std::string& units_line) {
 template <class T>
 void print_splits(const DecodeOptions& o, const SplitKvResult<T>& r) {
   const Tiling t = o.tiling();
-  const index_t S = r.splits, n = o.n, shown_s = std::min(S, kShownSplits),
+  const index_t num_splits = r.splits, n = o.n, shown_s = std::min(num_splits, kShownSplits),
                 shown_r = std::min(n, kShownRows);
   ui::result_section(ui::tr(Msg::decode_splits_title, o.heads()));
   std::string header = fmt::format("  {:<6} {:<16} {:<10}", ui::tr(Msg::decode_col_split),
@@ -187,23 +188,24 @@ void print_splits(const DecodeOptions& o, const SplitKvResult<T>& r) {
     header += fmt::format(" {:>12}", ui::tr(Msg::decode_col_row, q));
   ui::result_raw(header + "\n");
   for (index_t s = 0; s < shown_s; ++s) {
-    const Range keys = split_keys(t, S, s);
-    const Range tiles{s * t.Tc() / S, (s + 1) * t.Tc() / S};
+    const Range keys = split_keys(t, num_splits, s);
+    const Range tiles{s * t.Tc() / num_splits, (s + 1) * t.Tc() / num_splits};
     std::string line = fmt::format("  {:<6} {:<16} {:<10}", s, ui::range(keys), ui::range(tiles));
     for (index_t q = 0; q < shown_r; ++q)
       line += fmt::format(" {:>12}", L_text(double(r.L_part[std::size_t(s * n + q)])));
     ui::result_raw(line + "\n");
   }
-  if (shown_s < S || shown_r < n) ui::result(Msg::decode_shown, shown_s, S, shown_r, n);
+  if (shown_s < num_splits || shown_r < n)
+    ui::result(Msg::decode_shown, shown_s, num_splits, shown_r, n);
 }
 
 template <class T>
 void print_merge(const DecodeOptions& o, const SplitKvResult<T>& r) {
-  const index_t S = r.splits, n = o.n, shown_s = std::min(S, kShownSplits);
+  const index_t num_splits = r.splits, n = o.n, shown_s = std::min(num_splits, kShownSplits);
   ui::result_section(ui::tr(Msg::decode_merge_title));
   for (index_t q = 0; q < std::min(n, kShownRows); ++q) {
     const T* L_s = r.L_part.data() + q;  // head 0, row q: split s at L_s[s * n]
-    const RowState<T> state = merge_lse(L_s, S, n);
+    const RowState<T> state = merge_lse(L_s, num_splits, n);
     const T L = r.L[std::size_t(q)];
     if (is_neg_inf(L)) {
       ui::result(Msg::decode_merge_empty, q);
@@ -211,18 +213,18 @@ void print_merge(const DecodeOptions& o, const SplitKvResult<T>& r) {
     }
     std::string ls, ws;
     double sum = 0;
-    for (index_t s = 0; s < S; ++s) {
+    for (index_t s = 0; s < num_splits; ++s) {
       const T w = split_weight(L_s[s * n], L);
       sum += double(w);
       if (s >= shown_s) continue;
       ls += fmt::format("{:>9}", L_text(double(L_s[s * n])));
       ws += fmt::format("{:>9}", ui::fixed(double(w), 4));
     }
-    if (shown_s < S) ls += " …", ws += " …";
+    if (shown_s < num_splits) ls += " …", ws += " …";
     ui::result(Msg::decode_merge_L_s, q, ls);
     ui::result(Msg::decode_merge_w, ws);
     ui::result(Msg::decode_merge_L, L_text(double(state.m)), ui::fixed(double(state.l), 4),
-               L_text(double(L)), S, ui::fixed(sum, 4));
+               L_text(double(L)), num_splits, ui::fixed(sum, 4));
   }
 }
 
@@ -239,22 +241,22 @@ void print_verdicts(const DecodeOptions& o, const Checked& c, Precision p) {
 template <class T>
 void emit_splits_json(const DecodeOptions& o, const SplitKvResult<T>& r) {
   const Tiling tiling = o.tiling();
-  const index_t S = r.splits, n = o.n, rows = std::min(n, kJsonRows);
-  for (index_t s = 0; s < S; ++s) {
-    const Range keys = split_keys(tiling, S, s);
+  const index_t num_splits = r.splits, n = o.n, rows = std::min(n, kJsonRows);
+  for (index_t s = 0; s < num_splits; ++s) {
+    const Range keys = split_keys(tiling, num_splits, s);
     nlohmann::json L = nlohmann::json::array(), w = nlohmann::json::array();
     for (index_t q = 0; q < rows; ++q) {
       const T L_s = r.L_part[std::size_t(s * n + q)];
       L.push_back(ui::number(double(L_s)));
       w.push_back(double(split_weight(L_s, r.L[std::size_t(q)])));
     }
-    nlohmann::json j = {
-        {"event", "decode_split"},
-        {"split", s},
-        {"keys", ui::json_range(keys)},
-        {"tiles", ui::json_range(Range{s * tiling.Tc() / S, (s + 1) * tiling.Tc() / S})},
-        {"L", L},
-        {"weight", w}};
+    nlohmann::json j = {{"event", "decode_split"},
+                        {"split", s},
+                        {"keys", ui::json_range(keys)},
+                        {"tiles", ui::json_range(Range{s * tiling.Tc() / num_splits,
+                                                       (s + 1) * tiling.Tc() / num_splits})},
+                        {"L", L},
+                        {"weight", w}};
     ui::out() << j.dump() << "\n";
   }
 }

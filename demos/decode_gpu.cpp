@@ -1,9 +1,9 @@
 // decode_gpu.cpp — `flashdemo decode --device cuda`: split-KV attention on the GPU
-// (cuda/at_scale/decode.cuh, one thread block per (head, query-row group, split), the group's last block
-// merging). The plan is the CPU's heuristic with workers W = SMs x the kernel's resident blocks per
-// SM; the output is the CPU decode's (the plan, the splits' L_s, the merge, the verdict of the
-// first and the last head against the reference, decode_parts.hpp), then the kernel's time and the
-// bandwidth it reads K and V at:
+// (cuda/at_scale/decode.cuh, one thread block per (head, query-row group, split), the group's last
+// block merging). The plan is the CPU's heuristic with workers W = SMs x the kernel's resident
+// blocks per SM; the output is the CPU decode's (the plan, the splits' L_s, the merge, the verdict
+// of the first and the last head against the reference, decode_parts.hpp), then the kernel's time
+// and the bandwidth it reads K and V at:
 //   TB/s = kv_bytes / median kernel time,   kv_bytes = 2 heads (keys some row sees) d sizeof(E)
 // beside a device-to-device cudaMemcpy of a few GB in the same run, (bytes read + written) / time.
 // Q, K, V are drawn on the device (a counter-based normal draw, decode.cu): at a KV cache of GBs
@@ -35,9 +35,9 @@ std::size_t element_bytes(Precision p) {
 
 // The host's share of the run: the merged rows and every split's partials, the checked heads'
 // inputs, and one head's reference and naive run (S and P, n x m each, and the inputs in double).
-double host_bytes(const DecodeOptions& o, index_t S) {
+double host_bytes(const DecodeOptions& o, index_t num_splits) {
   const double H = double(o.heads()), n = double(o.n), m = double(o.m), d = double(o.d);
-  const double outputs = H * (double(S) + 1) * n * (d + 1) * 4;
+  const double outputs = H * (double(num_splits) + 1) * n * (d + 1) * 4;
   const double inputs = double(checked_heads(o).size()) * (n + 2 * m) * d * 4;
   const double reference = 6 * n * m * 8 + 2 * (n + 2 * m) * d * 8 + 2 * (n + 2 * m) * d * 4;
   return outputs + inputs + reference;

@@ -1,11 +1,14 @@
 // ring.cpp — `flashdemo ring`: context-parallel (ring) attention on the CPU or on GPUs. The library
-// (flashdemo/at_scale/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0; the ranks
-// are MPI processes when mpirun started this one and the build has MPI (src/mpi/mpi_ring.hpp),
-// else threads of this process (ring_transport.hpp: InProcessRing), and the text says which.
+// (flashdemo/at_scale/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0;
+// the ranks are MPI processes when mpirun started this one and the build has MPI
+// (src/mpi/mpi_ring.hpp), else threads of this process (ring_transport.hpp: InProcessRing), and the
+// text says which.
 // --device cuda (cuda/host/ring_api.hpp): one GPU per rank, local rank r on GPU r of its node, the
-// blocks passed by NCCL under mpirun; without mpirun one rank on GPU 0. This file checks the
-// options (the same on every rank, before MPI starts, so all refuse together; whether each rank
-// has a GPU is agreed once MPI runs), and on rank 0 only prints the blocks, the schedule (ranks x
+// blocks passed by NCCL under mpirun; without mpirun one rank on GPU 0. The launch (mpirun's rank
+// and size, where the ranks run, how many) and the ranks' agreement are the library's
+// (flashdemo/at_scale/ring_launch.hpp). This file words its refusals (the same on every rank,
+// before MPI starts, so all refuse together; whether each rank has a GPU is agreed once MPI runs),
+// and on rank 0 only prints the blocks, the schedule (ranks x
 // steps), each rank's compute and communication times and the overlap, and the verdicts against
 // the reference (compare.hpp: the 2x rule) for O, L and with --pass bwd dQ, dK, dV.
 // --json: one `ring_rank` object per rank and pass, one `ring_step` per rank, step and pass, then
@@ -26,11 +29,12 @@
 #include "common.hpp"
 #include "cuda/host/ring_api.hpp"
 #include "device.hpp"
-#include "flashdemo/tools/benchmark.hpp"
-#include "flashdemo/judge/compare.hpp"
-#include "flashdemo/reference/reference.hpp"
 #include "flashdemo/at_scale/ring.hpp"
+#include "flashdemo/at_scale/ring_launch.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/judge/verdict.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "mpi/mpi_ring.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
@@ -43,7 +47,7 @@ namespace {
 
 using ui::Msg;
 
-constexpr index_t kMaxRanks = 64, kMaxSize = 16384;
+constexpr index_t kMaxSize = 16384;
 constexpr index_t kShownRanks = 8, kShownSteps = 8;  // the text's grid
 
 enum class Layout { automatic, contiguous, zigzag };
@@ -70,78 +74,60 @@ struct RingOptions {
   RingPass ring_pass() const { return pass == bench::Pass::bwd ? RingPass::bwd : RingPass::fwd; }
 };
 
-// How this process was started: by mpirun (Open MPI's or MPICH's variables), with its rank.
-struct Launch {
-  bool mpirun = false;
-  index_t rank = 0, size = 1;
-};
-
-index_t env_index(const char* a, const char* b) {
-  const char* v = std::getenv(a);
-  if (!v) v = std::getenv(b);
-  return v ? index_t(std::atoll(v)) : -1;
-}
-
-Launch launch() {
-  const index_t size = env_index("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
-  const index_t rank = env_index("OMPI_COMM_WORLD_RANK", "PMI_RANK");
-  if (size < 1 || rank < 0) return {};
-  return {true, rank, size};
-}
-
-// The rank's place on its node (Open MPI's, MPICH's variables), else its rank: its GPU.
-index_t local_rank(index_t rank) {
-  const index_t local = env_index("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID");
-  return local >= 0 ? local : rank;
-}
-
-// Where the ranks run: the CPU's MPI processes or threads; one GPU without mpirun (or without MPI
-// in the build, mpirun -np 1), or one GPU per MPI process.
-enum class Where { mpi, threads, threads_no_mpi, gpu_one, gpu_mpi };
-
 struct Plan {
-  Where where = Where::threads;
+  RingWhere where = RingWhere::threads;
   index_t ranks = 4;
   RingSchedule schedule;
 };
 
-bool on_gpu(Where w) {
-  return w == Where::gpu_one || w == Where::gpu_mpi;
-}
-
-// --device cuda: usage first (exit 2), then what this build lacks (exit 5), alike on every rank.
-// Without mpirun one rank: several ranks in one process would share one GPU, which NCCL does not
-// allow (and would time nothing real). Whether a GPU answers: here without mpirun, else agreed
-// among the ranks once MPI runs (agree_gpus).
-Where plan_gpu(const RingOptions& o, const Launch& l, index_t ranks) {
-  if (o.dtype == DType::fp64) throw Error(kUsage, ui::tr(Msg::ring_err_dtype_gpu, "fp64"));
-  if (!l.mpirun && o.ranks > 1)
-    throw Error(kUsage, ui::tr(Msg::ring_err_cuda_ranks, o.ranks, o.ranks, o.ranks));
-  if (!l.mpirun || (ranks == 1 && !mpi::built())) {
-    require_gpu();  // exit 5 in one line: no CUDA in the build, or no GPU
-    return Where::gpu_one;
+// The ranks' refusals, worded (ring_launch.hpp decides). Usage first (exit 2), then what this
+// build lacks (exit 5), alike on every rank, before MPI starts.
+index_t planned_ranks(const RingOptions& o, const RingLaunch& l) {
+  const RingRanks r = ring_ranks(o.ranks, o.device == Device::cuda, l, o.n, o.keys());
+  switch (r.refusal) {
+    case RingRanks::Refusal::not_mpirun_size:
+      throw Error(kUsage, ui::tr(Msg::ring_err_ranks_mpirun, o.ranks, l.size, o.ranks));
+    case RingRanks::Refusal::too_many:
+      throw Error(kUsage, ui::tr(Msg::ring_err_too_many, r.ranks, kMaxRingRanks));
+    case RingRanks::Refusal::over_size:
+      throw Error(kUsage, ui::tr(Msg::ring_err_ranks, r.ranks, o.n, o.keys()));
+    case RingRanks::Refusal::none:
+      break;
   }
-  if (!cuda::gpu_info().built) throw Error(kNoDevice, ui::tr(Msg::err_no_cuda_build));
-  if (!mpi::built()) throw Error(kNoDevice, ui::tr(Msg::ring_err_cuda_no_mpi, ranks));
-  if (ranks > 1 && !cuda::nccl_built())
-    throw Error(kNoDevice, ui::tr(Msg::ring_err_cuda_no_nccl, ranks));
-  return Where::gpu_mpi;
+  return r.ranks;
 }
 
-Plan plan_for(const RingOptions& o, const Launch& l) {
+// --device cuda: whether a GPU answers is checked here without mpirun, else agreed among the ranks
+// once MPI runs (agree_gpus).
+RingWhere planned_gpu(const RingOptions& o, const RingLaunch& l, index_t ranks) {
+  if (o.dtype == DType::fp64) throw Error(kUsage, ui::tr(Msg::ring_err_dtype_gpu, "fp64"));
+  const RingBuild build =  // consulted under mpirun only
+      l.mpirun ? RingBuild{cuda::gpu_info().built, mpi::built(), cuda::nccl_built()} : RingBuild{};
+  const RingGpuWhere w = ring_where_gpu(l, o.ranks, ranks, build);
+  using R = RingGpuWhere::Refusal;
+  switch (w.refusal) {
+    case R::ranks_without_mpirun:
+      throw Error(kUsage, ui::tr(Msg::ring_err_cuda_ranks, o.ranks, o.ranks, o.ranks));
+    case R::no_cuda_build:
+      throw Error(kNoDevice, ui::tr(Msg::err_no_cuda_build));
+    case R::no_mpi:
+      throw Error(kNoDevice, ui::tr(Msg::ring_err_cuda_no_mpi, ranks));
+    case R::no_nccl:
+      throw Error(kNoDevice, ui::tr(Msg::ring_err_cuda_no_nccl, ranks));
+    case R::none:
+      break;
+  }
+  if (w.where == RingWhere::gpu_one) require_gpu();  // exit 5 in one line: no CUDA, or no GPU
+  return w.where;
+}
+
+Plan plan_for(const RingOptions& o, const RingLaunch& l) {
   if (o.device == Device::cpu && low_precision(o.dtype))
     throw Error(kUsage, ui::tr(Msg::ring_err_dtype_cpu, dtype_name(o.dtype)));
   Plan plan;
-  plan.where = !l.mpirun ? Where::threads : mpi::built() ? Where::mpi : Where::threads_no_mpi;
-  if (l.mpirun && o.ranks && o.ranks != l.size)
-    throw Error(kUsage, ui::tr(Msg::ring_err_ranks_mpirun, o.ranks, l.size, o.ranks));
-  const index_t fallback = o.device == Device::cuda ? 1 : 4;
-  plan.ranks = l.mpirun ? l.size : o.ranks ? o.ranks : fallback;
-  if (plan.ranks > kMaxRanks)
-    throw Error(kUsage, ui::tr(Msg::ring_err_too_many, plan.ranks, kMaxRanks));
-  if (plan.ranks > std::min(o.n, o.keys()))
-    throw Error(kUsage, ui::tr(Msg::ring_err_ranks, plan.ranks, o.n, o.keys()));
-  if (o.device == Device::cuda) plan.where = plan_gpu(o, l, plan.ranks);
+  plan.where = ring_where_cpu(l, mpi::built());
+  plan.ranks = planned_ranks(o, l);
+  if (o.device == Device::cuda) plan.where = planned_gpu(o, l, plan.ranks);
   plan.schedule = ring_schedule(o.n, o.keys(), o.d, plan.ranks, o.ring_layout(),
                                 o.params().mask_for(o.n, o.keys()));
   return plan;
@@ -201,14 +187,14 @@ const char* layout_id(RingLayout l) {
 
 const char* where_id(const Plan& plan) {
   switch (plan.where) {
-    case Where::mpi:
+    case RingWhere::mpi:
       return "mpi";
-    case Where::gpu_mpi:
+    case RingWhere::gpu_mpi:
       return plan.ranks > 1 ? "nccl" : "none";
-    case Where::gpu_one:
+    case RingWhere::gpu_one:
       return "none";
-    case Where::threads:
-    case Where::threads_no_mpi:
+    case RingWhere::threads:
+    case RingWhere::threads_no_mpi:
       break;
   }
   return "threads";
@@ -232,13 +218,13 @@ void print_problem(const RingOptions& o, const Plan& plan, const char* dtype) {
   const index_t cores = std::max<index_t>(1, std::thread::hardware_concurrency());
   const bool oversubscribed = plan.ranks > cores && !on_gpu(plan.where);
   const std::string shared = oversubscribed ? ui::tr(Msg::ring_oversubscribed, cores) : "";
-  if (plan.where == Where::mpi) ui::say(Msg::ring_where_mpi, plan.ranks, shared);
-  if (plan.where == Where::threads) ui::say(Msg::ring_where_threads, plan.ranks, shared);
-  if (plan.where == Where::threads_no_mpi) ui::say(Msg::ring_where_no_mpi, plan.ranks, shared);
+  if (plan.where == RingWhere::mpi) ui::say(Msg::ring_where_mpi, plan.ranks, shared);
+  if (plan.where == RingWhere::threads) ui::say(Msg::ring_where_threads, plan.ranks, shared);
+  if (plan.where == RingWhere::threads_no_mpi) ui::say(Msg::ring_where_no_mpi, plan.ranks, shared);
   if (on_gpu(plan.where)) {
     const std::string gpu = cuda::gpu_info().name;
-    if (plan.where == Where::gpu_one) ui::say(Msg::ring_where_gpu_one, gpu);
-    if (plan.where == Where::gpu_mpi) ui::say(Msg::ring_where_gpu_mpi, plan.ranks, gpu);
+    if (plan.where == RingWhere::gpu_one) ui::say(Msg::ring_where_gpu_one, gpu);
+    if (plan.where == RingWhere::gpu_mpi) ui::say(Msg::ring_where_gpu_mpi, plan.ranks, gpu);
   }
   if (s.layout == RingLayout::zigzag)
     ui::say(Msg::ring_layout_zigzag, 2 * plan.ranks);
@@ -462,24 +448,16 @@ void run_ring_gpu(const RingOptions& o, const Plan& plan, RingTransport* net, in
   report(o, plan, a, r, p, {cuda::ring_element_bytes(p), sizeof(float)}, progress);
 }
 
-// Each rank takes GPU (its local rank) of its node. Rank 0 learns every rank's place and its
-// node's GPUs and words the refusal; every rank learns whether all have one, so all refuse
-// together (exit 5) and none waits for a rank that gave up.
-int agree_gpus(RingTransport& net) {
-  const index_t P = net.ranks(), local = local_rank(net.rank());
-  const std::int64_t mine[2] = {local, cuda::device_count()};
-  std::vector<std::int64_t> all(net.rank() == 0 ? std::size_t(2 * P) : 0);
-  net.gather(mine, sizeof mine, all.data(), std::vector<std::size_t>(std::size_t(P), sizeof mine));
+// Each rank takes GPU (its local rank) of its node (ring_launch.hpp: agree_gpus); rank 0 words
+// the refusal, which every rank reaches together (exit 5).
+int placed_gpu(RingTransport& net) {
+  const RingGpuPlaces g = agree_gpus(net, cuda::device_count());
   std::string why;
-  for (index_t r = 0; r < P && why.empty() && net.rank() == 0; ++r) {
-    const std::int64_t at = all[std::size_t(2 * r)], gpus = all[std::size_t(2 * r + 1)];
-    if (at < gpus) continue;
-    if (gpus == 0 && r == 0) why = ui::tr(Msg::err_no_gpu, why_no_gpu(cuda::gpu_info()));
-    if (gpus == 0 && r > 0) why = ui::tr(Msg::ring_err_rank_no_gpu, r);
-    if (gpus > 0) why = ui::tr(Msg::ring_err_gpus, r, at, gpus, gpus);
-  }
-  if (!net.all(local < mine[1])) throw Agreed(kNoDevice, why);
-  return int(local);
+  if (g.rank == 0 && g.gpus == 0) why = ui::tr(Msg::err_no_gpu, why_no_gpu(cuda::gpu_info()));
+  if (g.rank > 0 && g.gpus == 0) why = ui::tr(Msg::ring_err_rank_no_gpu, g.rank);
+  if (g.rank >= 0 && g.gpus > 0) why = ui::tr(Msg::ring_err_gpus, g.rank, g.at, g.gpus, g.gpus);
+  if (!g.all_placed) throw Agreed(kNoDevice, why);
+  return int(g.local);
 }
 
 // Rank 0 checks the memory it needs; every rank learns the answer, so all refuse together.
@@ -494,13 +472,12 @@ void agree_fits(const RingOptions& o, RingTransport* net) {
     } catch (const Error& e) {
       ok = false, why = e.what();
     }
-  if (net) ok = net->all(ok);
-  if (!ok) throw Agreed(kTooLarge, why);
+  if (!agree(net, ok)) throw Agreed(kTooLarge, why);
 }
 
 void run_with(const RingOptions& o, const Plan& plan, RingTransport* net) {
   agree_fits(o, net);
-  if (on_gpu(plan.where)) return run_ring_gpu(o, plan, net, net ? agree_gpus(*net) : 0);
+  if (on_gpu(plan.where)) return run_ring_gpu(o, plan, net, net ? placed_gpu(*net) : 0);
   o.dtype == DType::fp64 ? run_ring_as<double>(o, plan, net) : run_ring_as<float>(o, plan, net);
 }
 
@@ -510,13 +487,9 @@ void quiet_stderr() {
 }
 
 // A refusal every rank of an MPI job reached alike: rank 0 says it and exits with its code; the
-// others leave with 0. Had another rank left first with the code, mpirun would have ended the job,
-// rank 0 included, before rank 0's line was written (it happened under load).
-bool other_rank(const Launch& l) {
-  return l.mpirun && l.rank != 0 && l.size > 1;
-}
-
-Plan agreed_plan(const RingOptions& o, const Launch& l) {
+// others (other_rank) leave with 0. Had another rank left first with the code, mpirun would have
+// ended the job, rank 0 included, before rank 0's line was written (it happened under load).
+Plan agreed_plan(const RingOptions& o, const RingLaunch& l) {
   try {
     return plan_for(o, l);  // every rank refuses bad options alike, before MPI starts
   } catch (const Error&) {
@@ -526,11 +499,11 @@ Plan agreed_plan(const RingOptions& o, const Launch& l) {
 }
 
 void run_ring(const RingOptions& o) {
-  const Launch l = launch();
+  const RingLaunch l = ring_launch();
   if (other_rank(l)) quiet_stderr();
   const Plan plan = agreed_plan(o, l);
-  if (plan.where == Where::threads_no_mpi && l.rank != 0) return;  // rank 0 simulates them all
-  if (plan.where != Where::mpi && plan.where != Where::gpu_mpi) {
+  if (plan.where == RingWhere::threads_no_mpi && l.rank != 0) return;  // rank 0 simulates them all
+  if (plan.where != RingWhere::mpi && plan.where != RingWhere::gpu_mpi) {
     ensure_threads(plan.ranks + 1, "--ranks");  // a thread per rank, beside this one
     return run_with(o, plan, nullptr);
   }
@@ -558,7 +531,7 @@ void setup_ring(CLI::App& app) {
   add_count(sub, "--n", o->n, ui::tr(Msg::ring_opt_n), kMaxSize);
   add_count(sub, "--m", o->m, ui::tr(Msg::ring_opt_m), kMaxSize)->default_str("n");
   add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
-  add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRanks)
+  add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRingRanks)
       ->default_str("4 (cuda: 1), or mpirun's");
   add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");
   sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));

@@ -12,12 +12,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "flashdemo/judge/compare.hpp"
-#include "flashdemo/teaching/flash_forward.hpp"
+#include "flashdemo/at_scale/split_kv.hpp"
 #include "flashdemo/host_device/online_softmax.hpp"
 #include "flashdemo/io/random.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/reference/reference.hpp"
-#include "flashdemo/at_scale/split_kv.hpp"
+#include "flashdemo/teaching/flash_forward.hpp"
 
 using namespace fd;
 
@@ -45,9 +45,10 @@ Problem<T> draw(DecodeShape s, AttnParams p, TileSizes tiles, std::uint32_t seed
 }
 
 template <class T>
-SplitKvResult<T> run(const Problem<T>& pr, index_t S, index_t threads = 2) {
+SplitKvResult<T> run(const Problem<T>& pr, index_t num_splits, index_t threads = 2) {
   SplitKvResult<T> r;
-  split_kv_forward(pr.s, pr.p, S, threads, pr.Q.data(), pr.K.data(), pr.V.data(), r, pr.tiles);
+  split_kv_forward(pr.s, pr.p, num_splits, threads, pr.Q.data(), pr.K.data(), pr.V.data(), r,
+                   pr.tiles);
   return r;
 }
 
@@ -142,9 +143,9 @@ TEST_CASE_TEMPLATE("every S from 1 to Tc: the rule against the reference, close 
   REQUIRE(decode_tiling(pr.s, pr.tiles).Tc() == 7);
   const SplitKvResult<T> one = run(pr, 1);
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
-  for (index_t S = 1; S <= 7; ++S) {
-    const SplitKvResult<T> r = run(pr, S);
-    CHECK(r.splits == S);
+  for (index_t num_splits = 1; num_splits <= 7; ++num_splits) {
+    const SplitKvResult<T> r = run(pr, num_splits);
+    CHECK(r.splits == num_splits);
     require_rule(pr, r);
     for (std::size_t k = 0; k < r.O.size(); ++k) CHECK(std::abs(r.O[k] - one.O[k]) <= tol);
     for (std::size_t k = 0; k < r.L.size(); ++k) CHECK(std::abs(r.L[k] - one.L[k]) <= tol);
@@ -171,8 +172,8 @@ TEST_CASE_TEMPLATE("rows that see no key: O = 0, L = -inf for every S, no NaN", 
   // Bottom-right with n = 5 > m = 3: rows 0 and 1 see no key; keys in tiles of 1 (Tc = 3).
   const Problem<T> pr =
       draw<T>({1, 5, 3, 4}, AttnParams{true, CausalAlign::bottom_right, {}}, {4, 1});
-  for (index_t S = 1; S <= 3; ++S) {
-    const SplitKvResult<T> r = run(pr, S);
+  for (index_t num_splits = 1; num_splits <= 3; ++num_splits) {
+    const SplitKvResult<T> r = run(pr, num_splits);
     for (index_t q = 0; q < 2; ++q) {
       CHECK(is_neg_inf(r.L[std::size_t(q)]));
       for (index_t x = 0; x < 4; ++x) CHECK(r.O[std::size_t(q * 4 + x)] == T(0));
@@ -189,11 +190,12 @@ TEST_CASE_TEMPLATE("causal, both alignments, several rows and heads: every S by 
     const Problem<T> pr = draw<T>({3, 4, 50, 5}, AttnParams{true, align, {}}, {3, 8});
     const index_t Tc = decode_tiling(pr.s, pr.tiles).Tc();
     REQUIRE(Tc == 7);
-    for (index_t S = 1; S <= Tc; ++S) {
+    for (index_t num_splits = 1; num_splits <= Tc; ++num_splits) {
       INFO("align " << (align == CausalAlign::top_left ? "top-left" : "bottom-right"));
-      const SplitKvResult<T> r = run(pr, S);
+      const SplitKvResult<T> r = run(pr, num_splits);
       require_rule(pr, r);
-      if (align == CausalAlign::top_left && S > 1)  // split 1 starts at key >= 7: no row sees it
+      if (align == CausalAlign::top_left &&
+          num_splits > 1)  // split 1 starts at key >= 7: no row sees it
         for (index_t q = 0; q < 4; ++q) CHECK(is_neg_inf(r.L_part[std::size_t(1 * 4 + q)]));
     }
   }
@@ -202,11 +204,11 @@ TEST_CASE_TEMPLATE("causal, both alignments, several rows and heads: every S by 
 TEST_CASE_TEMPLATE("a given S gives the same bits on 1, 2, 3 or 7 threads", T, float, double) {
   const Problem<T> pr =
       draw<T>({3, 5, 200, 8}, AttnParams{true, CausalAlign::bottom_right, {}}, {2, 16});
-  for (index_t S : {1, 4, 13}) {
-    const SplitKvResult<T> base = run(pr, S, 1);
+  for (index_t num_splits : {1, 4, 13}) {
+    const SplitKvResult<T> base = run(pr, num_splits, 1);
     for (index_t threads : {2, 3, 7}) {
-      const SplitKvResult<T> r = run(pr, S, threads);
-      INFO("S = " << S << ", threads " << threads);
+      const SplitKvResult<T> r = run(pr, num_splits, threads);
+      INFO("S = " << num_splits << ", threads " << threads);
       CHECK(same_bits(r.O, base.O));
       CHECK(same_bits(r.L, base.L));
       CHECK(same_bits(r.L_part, base.L_part));
@@ -223,9 +225,9 @@ TEST_CASE_TEMPLATE("large scores (--scale 3 to 100): every merged S passes the r
       const Problem<T> pr =
           draw<T>({2, 8, 256, 16}, AttnParams{causal, CausalAlign::bottom_right, scale}, {4, 16},
                   std::uint32_t(scale));
-      for (index_t S : {2, 5, 16}) {
+      for (index_t num_splits : {2, 5, 16}) {
         INFO("scale " << scale << ", causal " << causal);
-        require_rule(pr, run(pr, S));
+        require_rule(pr, run(pr, num_splits));
       }
     }
 }
@@ -238,16 +240,16 @@ enum class WrongMerge { drop_heaviest, max_for_L, heavy_weight_off };
 template <class T>
 T wrong_merge(const SplitKvResult<T>& r, index_t n, index_t d, index_t q, WrongMerge how,
               double off, T* o) {
-  const index_t S = r.splits;
+  const index_t num_splits = r.splits;
   const T* L_s = r.L_part.data() + q;  // split s at L_s[s * n]
   const T* O_s = r.O_part.data() + q * d;
-  const T L = merge_lse(L_s, S, n).finalize();
+  const T L = merge_lse(L_s, num_splits, n).finalize();
   index_t heaviest = 0;
-  for (index_t s = 1; s < S; ++s)
+  for (index_t s = 1; s < num_splits; ++s)
     if (L_s[s * n] > L_s[heaviest * n]) heaviest = s;
   const T M = L_s[heaviest * n];
   for (index_t x = 0; x < d; ++x) o[x] = T(0);
-  for (index_t s = 0; s < S; ++s) {
+  for (index_t s = 0; s < num_splits; ++s) {
     T w = split_weight(L_s[s * n], L);
     if (how == WrongMerge::drop_heaviest && s == heaviest) continue;    // a split left out
     if (how == WrongMerge::max_for_L) w = split_weight(L_s[s * n], M);  // exp(L_s - m): no 1/l
@@ -261,18 +263,18 @@ T wrong_merge(const SplitKvResult<T>& r, index_t n, index_t d, index_t q, WrongM
 
 TEST_CASE_TEMPLATE("large scores: a wrong merge still fails the rule for merged runs", T, float,
                    double) {
-  const index_t n = 8, m = 256, d = 16, S = 4;
+  const index_t n = 8, m = 256, d = 16, num_splits = 4;
   for (double scale : {3.0, 10.0, 30.0, 100.0}) {
     // The keys (and values) of splits 1 and 3 repeat those of splits 0 and 2: every row's weight
     // is shared by two splits, so a wrong merge cannot hide behind one split that carries it all
     // (at large scores one split of random keys often does, and then L = m_s + log 1).
     Problem<T> pr = draw<T>({1, n, m, d}, AttnParams{false, {}, scale}, {4, 16}, 5);
-    const index_t part = m / S * d;
+    const index_t part = m / num_splits * d;
     for (std::vector<T>* X : {&pr.K, &pr.V})
       for (index_t s : {0, 2})
         std::copy(X->begin() + s * part, X->begin() + (s + 1) * part, X->begin() + (s + 1) * part);
-    const SplitKvResult<T> r = run(pr, S);
-    const HeadExpected<T> e = expected(pr, 0, S);
+    const SplitKvResult<T> r = run(pr, num_splits);
+    const HeadExpected<T> e = expected(pr, 0, num_splits);
     // A weight off by 256 times what the merge's rounding may cost it (k u Lambda, k = 3).
     const double Lambda = double(e.R.L.maxCoeff());  // R'(L) >= Lambda_q
     const double off = 256 * 3 * accumulator_unit(precision_of<T>()) * Lambda;
@@ -292,7 +294,8 @@ TEST_CASE_TEMPLATE("large scores: a wrong merge still fails the rule for merged 
     // The same partials merged right pass (the yardstick of the checks above).
     Mat<T> O(n, d);
     for (index_t q = 0; q < n; ++q)
-      merge_splits(r.O_part.data() + q * d, n * d, r.L_part.data() + q, n, S, d, O.row(q).data());
+      merge_splits(r.O_part.data() + q * d, n * d, r.L_part.data() + q, n, num_splits, d,
+                   O.row(q).data());
     CHECK(judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O).pass());
   }
 }
@@ -355,10 +358,10 @@ TEST_CASE("the plan: the smallest S within 85% of the best efficiency, at most T
 
 TEST_CASE("split_keys covers the keys in order, every split at least one tile; kv_bytes") {
   const Tiling t = decode_tiling({1, 1, 1000, 4}, {16, 128});  // Tc = 8, the last tile 104 keys
-  for (index_t S = 1; S <= t.Tc(); ++S) {
+  for (index_t num_splits = 1; num_splits <= t.Tc(); ++num_splits) {
     index_t next = 0;
-    for (index_t s = 0; s < S; ++s) {
-      const Range r = split_keys(t, S, s);
+    for (index_t s = 0; s < num_splits; ++s) {
+      const Range r = split_keys(t, num_splits, s);
       CHECK(r.begin == next);
       CHECK(r.size() >= 1);
       CHECK(r.begin % t.Bc == 0);

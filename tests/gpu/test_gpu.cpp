@@ -16,9 +16,9 @@
 #include "cuda/host/decode_api.hpp"
 #include "cuda/host/ring_api.hpp"
 #include "cuda/host/rungs_api.hpp"
-#include "flashdemo/teaching/flash_backward.hpp"
 #include "flashdemo/io/random.hpp"
 #include "flashdemo/reference/reference.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
 #include "grid/grid.hpp"
 
 using namespace fd;
@@ -412,10 +412,10 @@ TEST_CASE("deterministic mode is bit-reproducible") {
   CHECK(a == b);
 }
 
-// The GPU decode (cuda/at_scale/decode.cuh): split-KV with the group's last block merging, graded head by
-// head by the rule in bf16, fp16 and fp32 (the inputs hold values of that format); every split's
-// L_s against the logsumexp of the reference's scores over the split's keys, -inf exactly where
-// the mask hides them all.
+// The GPU decode (cuda/at_scale/decode.cuh): split-KV with the group's last block merging, graded
+// head by head by the rule in bf16, fp16 and fp32 (the inputs hold values of that format); every
+// split's L_s against the logsumexp of the reference's scores over the split's keys, -inf exactly
+// where the mask hides them all.
 struct DecodeCase {
   index_t heads, n, m, d;
 };
@@ -432,16 +432,16 @@ double split_lse(const Mat<double>& S, index_t q, Range keys) {
   return mx + std::log(sum);
 }
 
-void check_decode_parts(const DecodeCase& c, const cuda::DecodeRun& r, index_t S, index_t head,
-                        const Mat<double>& scores) {
+void check_decode_parts(const DecodeCase& c, const cuda::DecodeRun& r, index_t num_splits,
+                        index_t head, const Mat<double>& scores) {
   const Tiling t = decode_tiling({c.heads, c.n, c.m, c.d}, cuda::decode_tiles(c.n));
-  REQUIRE(r.L_part.size() == std::size_t(c.heads * S * c.n));
-  REQUIRE(r.O_part.size() == std::size_t(c.heads * S * c.n * c.d));
+  REQUIRE(r.L_part.size() == std::size_t(c.heads * num_splits * c.n));
+  REQUIRE(r.O_part.size() == std::size_t(c.heads * num_splits * c.n * c.d));
   int off = 0;
-  for (index_t s = 0; s < S; ++s)
+  for (index_t s = 0; s < num_splits; ++s)
     for (index_t q = 0; q < c.n; ++q) {
-      const double want = split_lse(scores, q, split_keys(t, S, s));
-      const double got = r.L_part[std::size_t((head * S + s) * c.n + q)];
+      const double want = split_lse(scores, q, split_keys(t, num_splits, s));
+      const double got = r.L_part[std::size_t((head * num_splits + s) * c.n + q)];
       const bool ok =
           std::isinf(want) ? got == want : std::abs(got - want) <= 1e-4 * (1 + std::abs(want));
       if (!ok && ++off <= 5)
@@ -466,17 +466,17 @@ void check_decode(const DecodeCase& c, Precision prec, const AttnParams& p) {
     expected.emplace_back(one, prec);
   }
   const cuda::DecodeInputs inputs{in.Q.data(), in.K.data(), in.V.data(), 0};
-  for (index_t S : {index_t(1), index_t(2), index_t(7), plan}) {
-    if (S > t.Tc()) continue;
-    INFO("splits " << S << " (the plan: " << plan << ")");
-    const cuda::DecodeRun r = cuda::decode(shape, p, prec, S, inputs, {}, 0, 0);
+  for (index_t num_splits : {index_t(1), index_t(2), index_t(7), plan}) {
+    if (num_splits > t.Tc()) continue;
+    INFO("splits " << num_splits << " (the plan: " << plan << ")");
+    const cuda::DecodeRun r = cuda::decode(shape, p, prec, num_splits, inputs, {}, 0, 0);
     for (index_t h = 0; h < H; ++h) {
       INFO("head " << h);
       const test::Outputs<float> got{head(r.O, h, c.n, c.d),
                                      Eigen::Map<const Vec<float>>(r.L.data() + h * c.n, c.n),
                                      Mat<float>(), Mat<float>(), Mat<float>()};
       test::check_outputs(got, expected[std::size_t(h)], "decode", prec);
-      check_decode_parts(c, r, S, h, expected[std::size_t(h)].rf.S);
+      check_decode_parts(c, r, num_splits, h, expected[std::size_t(h)].rf.S);
     }
   }
 }

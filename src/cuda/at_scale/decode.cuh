@@ -40,10 +40,10 @@
 
 namespace fd::cuda {
 
-template <class E, int D>
+template <class E, int kD>
 struct DecodeLayout {
   static constexpr int kPer = 16 / int(sizeof(E));  // elements of one 16-byte load
-  static constexpr int G = D / kPer;                // lanes per key row
+  static constexpr int G = kD / kPer;               // lanes per key row
   static constexpr int kKeysPerLoad = 32 / G;       // keys of one warp-wide load
   static constexpr int U = 4;                       // loads of K (and of V) in flight
   static constexpr int kWarps = 4, kThreads = 32 * kWarps;
@@ -59,7 +59,7 @@ struct DecodeArgs {
   float* L;                // heads x n
   float *O_part, *L_part;  // heads x S x n x d, heads x S x n
   unsigned* done;          // per unit: the splits finished so far (0 between launches)
-  index_t n, m, splits;
+  index_t n, n_keys, splits;
   Tiling tiling;  // Br: rows per group (<= R), Bc: keys per tile (splits are whole tiles)
   Mask mask;
   float scale2;  // scale log2(e)
@@ -102,13 +102,13 @@ struct Uncached {
 // One step of the block over kStepKeys keys from `base`: this warp's kWarpKeys of them, key j of
 // each of its U loads. Checked: keys at or past key_end are not read, and row r's scores at or
 // past row_end[r] are -inf; unchecked steps lie wholly below every row's end.
-template <class E, int D, int R, bool kChecked>
+template <class E, int kD, int R, bool kChecked>
 __device__ inline void decode_step(const DecodeArgs<E>& a, const E* K, const E* V, index_t base,
                                    index_t key_end, const index_t (&row_end)[R],
-                                   const float (&q)[R][DecodeLayout<E, D>::kPer],
-                                   DecodeState<R, DecodeLayout<E, D>::kPer>& st, int warp, int j,
+                                   const float (&q)[R][DecodeLayout<E, kD>::kPer],
+                                   DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp, int j,
                                    int c) {
-  using Lay = DecodeLayout<E, D>;
+  using Lay = DecodeLayout<E, kD>;
   constexpr int U = Lay::U, kPer = Lay::kPer;
   index_t key[U];
   uint4 kr[U], vr[U];
@@ -116,11 +116,11 @@ __device__ inline void decode_step(const DecodeArgs<E>& a, const E* K, const E* 
   for (int u = 0; u < U; ++u) key[u] = base + warp * Lay::kWarpKeys + u * Lay::kKeysPerLoad + j;
 #pragma unroll
   for (int u = 0; u < U; ++u)  // every load of the step in flight before any arithmetic
-    kr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(K + key[u] * D + c * kPer)
+    kr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(K + key[u] * kD + c * kPer)
                                           : make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int u = 0; u < U; ++u)
-    vr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(V + key[u] * D + c * kPer)
+    vr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(V + key[u] * kD + c * kPer)
                                           : make_uint4(0, 0, 0, 0);
   float s[R][U];
 #pragma unroll
@@ -187,17 +187,17 @@ __device__ inline void merge_lanes(DecodeState<R, kPer>& st, int off) {
 }
 
 // The warps' states in shared memory: per warp and row m2, l and O's d columns.
-template <int R, int D, int kWarps>
+template <int R, int kD, int kWarps>
 struct DecodeShared {
-  float m2[kWarps][R], l[kWarps][R], o[kWarps][R][D];
+  float m2[kWarps][R], l[kWarps][R], o[kWarps][R][kD];
 };
 
 // Partial (O_s, L_s) of the block's rows from the warps' states, one (row, column) per thread.
-template <class E, int D, int R>
-__device__ void write_part(const DecodeArgs<E>& a, const DecodeShared<R, D, 4>& sh, Range rows,
+template <class E, int kD, int R>
+__device__ void write_part(const DecodeArgs<E>& a, const DecodeShared<R, kD, 4>& sh, Range rows,
                            index_t part) {
-  for (int item = int(threadIdx.x); item < R * D; item += int(blockDim.x)) {
-    const int r = item / D, x = item % D;
+  for (int item = int(threadIdx.x); item < R * kD; item += int(blockDim.x)) {
+    const int r = item / kD, x = item % kD;
     if (r >= rows.size()) break;
     float M = neg_inf<float>();
     for (int w = 0; w < 4; ++w) M = fmaxf(M, sh.m2[w][r]);
@@ -208,48 +208,49 @@ __device__ void write_part(const DecodeArgs<E>& a, const DecodeShared<R, D, 4>& 
       o = fmaf(f, sh.o[w][r][x], o);
     }
     const index_t q = rows.begin + r;
-    a.O_part[(part + q) * D + x] = l > 0.0f ? o / l : 0.0f;  // O_s = O / l
-    if (x == 0) a.L_part[part + q] = finalize2(M, l);        // L_s = m2 ln 2 + log l
+    a.O_part[(part + q) * kD + x] = l > 0.0f ? o / l : 0.0f;  // O_s = O / l
+    if (x == 0) a.L_part[part + q] = finalize2(M, l);         // L_s = m2 ln 2 + log l
   }
 }
 
 // The unit's S <= kMaxSplits parts merged, in split order, one (row, column) per thread. The
 // rows' L_s are read into shared memory once, all at a time (each thread would read each of them
 // up to 3 times otherwise, one after another); the O_s through L2.
-template <class E, int D, int R>
+template <class E, int kD, int R>
 __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
-  const index_t n = a.n, S = a.splits;
+  const index_t n = a.n, num_splits = a.splits;
   __shared__ float L_rows[R][kMaxSplits];
-  const int parts = int(S), count = parts * int(rows.size());  // (32-bit: S <= 128, <= R rows)
+  const int parts = int(num_splits),
+            count = parts * int(rows.size());  // (32-bit: S <= 128, <= R rows)
   for (int k = int(threadIdx.x); k < count; k += int(blockDim.x)) {
     const int r = k / parts, s = k % parts;
-    L_rows[r][s] = __ldcg(a.L_part + (head * S + s) * n + rows.begin + r);
+    L_rows[r][s] = __ldcg(a.L_part + (head * num_splits + s) * n + rows.begin + r);
   }
   __syncthreads();
-  for (int item = int(threadIdx.x); item < R * D; item += int(blockDim.x)) {
-    const int r = item / D, x = item % D;
+  for (int item = int(threadIdx.x); item < R * kD; item += int(blockDim.x)) {
+    const int r = item / kD, x = item % kD;
     if (r >= rows.size()) break;
     const index_t q = rows.begin + r;
-    const Uncached O_s{a.O_part + (head * S * n + q) * D + x};
+    const Uncached O_s{a.O_part + (head * num_splits * n + q) * kD + x};
     float o;  // column x of O
-    const float L = merge_splits(O_s, n * D, L_rows[r], 1, S, index_t(1), &o);
-    a.O[(head * n + q) * D + x] = to_element<E>(o);
+    const float L = merge_splits(O_s, n * kD, L_rows[r], 1, num_splits, index_t(1), &o);
+    a.O[(head * n + q) * kD + x] = to_element<E>(o);
     if (x == 0) a.L[head * n + q] = L;
   }
 }
 
-template <class E, int D, int R>
-__global__ void __launch_bounds__(DecodeLayout<E, D>::kThreads)
+template <class E, int kD, int R>
+__global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
     decode_kernel(const DecodeArgs<E> a) {
-  using Lay = DecodeLayout<E, D>;
+  using Lay = DecodeLayout<E, kD>;
   constexpr int kPer = Lay::kPer;
   static_assert(Lay::kWarps == 4, "write_part reads 4 warps' states");
   // (32-bit quotients: the grid has fewer than 2^31 blocks)
   const unsigned splits = unsigned(a.splits), groups = unsigned(a.tiling.Tr());
-  const index_t S = a.splits, unit = blockIdx.x / splits, s = blockIdx.x % splits;
+  const index_t num_splits = a.splits, unit = blockIdx.x / splits, s = blockIdx.x % splits;
   const index_t head = unsigned(unit) / groups;
   const Range rows = a.tiling.rows(unsigned(unit) % groups);
-  const Range keys = split_keys(a.tiling, S, s);
+  const Range keys = split_keys(a.tiling, num_splits, s);
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int j = lane / Lay::G, c = lane % Lay::G;  // key j of a load, chunk c of its row
 
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(DecodeLayout<E, D>::kThreads)
     const bool real = r < rows.size();
     row_end[r] = real ? fmin2(keys.end, a.mask.visible_keys(rows.begin + r)) : keys.begin;
     const uint4 raw =
-        real ? *reinterpret_cast<const uint4*>(a.Q + (head * a.n + rows.begin + r) * D + c * kPer)
+        real ? *reinterpret_cast<const uint4*>(a.Q + (head * a.n + rows.begin + r) * kD + c * kPer)
              : make_uint4(0, 0, 0, 0);
     to_floats<E>(raw, q[r]);
     st.m2[r] = neg_inf<float>(), st.l[r] = 0.0f;
@@ -273,17 +274,17 @@ __global__ void __launch_bounds__(DecodeLayout<E, D>::kThreads)
   // sees the most.
   const index_t all_see = row_end[0];
   const index_t some_see = fmin2(keys.end, a.mask.visible_keys(rows.end - 1));
-  const E* K = a.K + head * a.m * D;
-  const E* V = a.V + head * a.m * D;
+  const E* K = a.K + head * a.n_keys * kD;
+  const E* V = a.V + head * a.n_keys * kD;
   index_t base = keys.begin;
   for (; base + Lay::kStepKeys <= all_see; base += Lay::kStepKeys)
-    decode_step<E, D, R, false>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
+    decode_step<E, kD, R, false>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
   for (; base < some_see; base += Lay::kStepKeys)
-    decode_step<E, D, R, true>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
+    decode_step<E, kD, R, true>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
 
 #pragma unroll
   for (int off = Lay::G; off < 32; off *= 2) merge_lanes(st, off);
-  __shared__ DecodeShared<R, D, 4> sh;
+  __shared__ DecodeShared<R, kD, 4> sh;
   if (j == 0) {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -293,17 +294,17 @@ __global__ void __launch_bounds__(DecodeLayout<E, D>::kThreads)
     }
   }
   __syncthreads();
-  write_part<E, D, R>(a, sh, rows, (head * S + s) * a.n);
+  write_part<E, kD, R>(a, sh, rows, (head * num_splits + s) * a.n);
 
   // The last of the unit's S blocks to get here merges (threadFenceReduction's pattern).
   __shared__ bool last;
   __threadfence();  // this block's partials, visible to every block before the count says so
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(a.done + unit, 1u) == unsigned(S - 1);
+  if (threadIdx.x == 0) last = atomicAdd(a.done + unit, 1u) == unsigned(num_splits - 1);
   __syncthreads();
   if (!last) return;
   __threadfence();
-  merge_unit<E, D, R>(a, head, rows);
+  merge_unit<E, kD, R>(a, head, rows);
   if (threadIdx.x == 0) a.done[unit] = 0;  // ready for the next launch
 }
 

@@ -68,17 +68,17 @@ struct DecodeDevice {
   DeviceArray<E> Q, K, V, O;
   DeviceArray<float> L, O_part, L_part;
   DeviceArray<unsigned> done;
-  DecodeDevice(const DecodeShape& shape, index_t S)
+  DecodeDevice(const DecodeShape& shape, index_t num_splits)
       : s(shape),
         tiling(decode_tiling(s, decode_tiles(s.n))),
-        splits(S),
+        splits(num_splits),
         Q(std::size_t(s.heads * s.n * s.d)),
         K(std::size_t(s.heads * s.m * s.d)),
         V(std::size_t(s.heads * s.m * s.d)),
         O(Q.count),
         L(std::size_t(s.heads * s.n)),
-        O_part(std::size_t(s.heads * S * s.n * s.d)),
-        L_part(std::size_t(s.heads * S * s.n)),
+        O_part(std::size_t(s.heads * num_splits * s.n * s.d)),
+        L_part(std::size_t(s.heads * num_splits * s.n)),
         done(std::size_t(s.heads * tiling.Tr())) {
     if (done.count) check(cudaMemset(done.ptr, 0, done.count * sizeof(unsigned)), "cudaMemset");
   }
@@ -130,10 +130,10 @@ void launch(const DecodeDevice<E>& p, const AttnParams& params,
 }
 
 template <class E>
-DecodeRun run_with(const DecodeShape& s, const AttnParams& params, index_t S,
+DecodeRun run_with(const DecodeShape& s, const AttnParams& params, index_t num_splits,
                    const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
                    void (*kernel)(const DecodeArgs<E>)) {
-  DecodeDevice<E> p(s, S);
+  DecodeDevice<E> p(s, num_splits);
   if (in.Q) {
     p.Q.upload(converted<E>(in.Q, p.Q.count).data());
     p.K.upload(converted<E>(in.K, p.K.count).data());

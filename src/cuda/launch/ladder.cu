@@ -17,12 +17,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/host/rungs_api.hpp"
 #include "cuda/launch/device_memory.cuh"
 #include "cuda/primitives/element.cuh"
 #include "cuda/rungs/hopper.cuh"
 #include "cuda/rungs/mma.cuh"
 #include "cuda/rungs/mma_backward.cuh"
-#include "cuda/host/rungs_api.hpp"
 #include "cuda/rungs/simt.cuh"
 
 namespace fd::cuda {
@@ -185,11 +185,11 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
         "cudaFuncSetAttribute");
 }
 
-template <class E, int D, bool Async, int kM>
+template <class E, int kD, bool Async, int kM>
 void launch_tc(const DeviceProblem<E>& p) {
   const TcArgs<E> a{p.Q.ptr, p.K.ptr,  p.V.ptr, p.O.ptr,  p.L.ptr,       p.s.n,
                     p.s.m,   p.tiling, p.mask,  p.scale2, p.trace.view()};
-  constexpr std::size_t bytes = tc_smem_bytes<D, Async, kM>();
+  constexpr std::size_t bytes = tc_smem_bytes<kD, Async, kM>();
   const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
   // The tracing kernel is its own instance: none of its code, and no register, in the fast one.
   auto run = [&](auto kernel) {
@@ -197,25 +197,25 @@ void launch_tc(const DeviceProblem<E>& p) {
     kernel<<<grid, kTcThreads, bytes>>>(a);
   };
   if (a.trace.computed)
-    run(tc_forward_kernel<E, D, Async, kM, true>);
+    run(tc_forward_kernel<E, kD, Async, kM, true>);
   else
-    run(tc_forward_kernel<E, D, Async, kM, false>);
+    run(tc_forward_kernel<E, kD, Async, kM, false>);
 }
 
-template <int D>
+template <int kD>
 void launch_simt(const DeviceProblem<float>& p) {
   const SimtArgs a{p.Q.ptr, p.K.ptr,  p.V.ptr, p.O.ptr,  p.L.ptr,       p.s.n,
                    p.s.m,   p.tiling, p.mask,  p.scale2, p.trace.view()};
-  constexpr std::size_t bytes = simt_smem_bytes<D>();
+  constexpr std::size_t bytes = simt_smem_bytes<kD>();
   const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
   auto run = [&](auto kernel) {  // the tracing kernel is its own instance, as in launch_tc
     allow_smem(kernel, bytes);
     kernel<<<grid, SimtShape::kThreads, bytes>>>(a);
   };
   if (a.trace.computed)
-    run(simt_forward_kernel<D, true>);
+    run(simt_forward_kernel<kD, true>);
   else
-    run(simt_forward_kernel<D, false>);
+    run(simt_forward_kernel<kD, false>);
 }
 
 // Which of hopper's overlap steps are on; unset, the rung's own choice at that d.
@@ -223,28 +223,28 @@ struct HopperSteps {
   int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
 };
 
-template <class E, int D>
+template <class E, int kD>
 void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
   const HopperArgs<E> a{p.O.ptr, p.L.ptr, p.s.n, p.s.m, p.tiling, p.mask, p.scale2, p.trace.view()};
-  constexpr std::size_t bytes = HopperSmem<D>::kBytes;
+  constexpr std::size_t bytes = HopperSmem<kD>::kBytes;
   const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
   auto run = [&](auto kernel) {
     allow_smem(kernel, bytes);
     kernel<<<grid, kHopperThreads, bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
   };
-  using Defaults = HopperDefaults<D>;
+  using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
   if (a.trace.computed)  // the tracing kernel: the rung's own steps
-    run(hopper_forward_kernel<E, D, Defaults::ping_pong, Defaults::overlap, true>);
+    run(hopper_forward_kernel<E, kD, Defaults::ping_pong, Defaults::overlap, true>);
   else if (steps.ping_pong && steps.overlap)
-    run(hopper_forward_kernel<E, D, true, true, false>);
+    run(hopper_forward_kernel<E, kD, true, true, false>);
   else if (steps.ping_pong)
-    run(hopper_forward_kernel<E, D, true, false, false>);
+    run(hopper_forward_kernel<E, kD, true, false, false>);
   else if (steps.overlap)
-    run(hopper_forward_kernel<E, D, false, true, false>);
+    run(hopper_forward_kernel<E, kD, false, true, false>);
   else
-    run(hopper_forward_kernel<E, D, false, false, false>);
+    run(hopper_forward_kernel<E, kD, false, false, false>);
 }
 
 // One forward of the problem's rung: the one switch from (rung, d) to a compiled kernel.
@@ -302,29 +302,29 @@ struct BackwardArrays {
         dV(p.K.count) {}
 };
 
-template <class E, int D, bool kAtomicDq>
+template <class E, int kD, bool kAtomicDq>
 void launch_dkdv(const BwdArgs<E>& a, const BackwardArrays<E>& g, index_t heads) {
-  constexpr std::size_t bytes = mma_dkdv_smem_bytes<D, kAtomicDq>();
-  allow_smem(mma_dkdv_kernel<E, D, kAtomicDq>, bytes);
-  mma_dkdv_kernel<E, D, kAtomicDq>
+  constexpr std::size_t bytes = mma_dkdv_smem_bytes<kD, kAtomicDq>();
+  allow_smem(mma_dkdv_kernel<E, kD, kAtomicDq>, bytes);
+  mma_dkdv_kernel<E, kD, kAtomicDq>
       <<<dim3(unsigned(g.tiling.Tc()), unsigned(heads)), kTcThreads, bytes>>>(a);
 }
 
-template <class E, int D>
+template <class E, int kD>
 void launch_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
   const index_t rows = p.s.heads() * p.s.n;
-  mma_bwd_dot_kernel<E, D>
+  mma_bwd_dot_kernel<E, kD>
       <<<unsigned((rows + 3) / 4), kTcThreads>>>(p.O.ptr, g.dO.ptr, g.D.ptr, rows);
   const BwdArgs<E> a{p.Q.ptr,  p.K.ptr, p.V.ptr, g.dO.ptr, p.L.ptr, g.D.ptr, g.dQ.ptr, g.dK.ptr,
                      g.dV.ptr, p.s.n,   p.s.m,   g.tiling, p.mask,  p.scale, p.scale2};
   if (!deterministic) {  // dQ by atomics, inside the dK/dV kernel
     check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
-    return launch_dkdv<E, D, true>(a, g, p.s.heads());
+    return launch_dkdv<E, kD, true>(a, g, p.s.heads());
   }
-  launch_dkdv<E, D, false>(a, g, p.s.heads());
-  allow_smem(mma_dq_kernel<E, D>, mma_dq_smem_bytes<D>());
-  mma_dq_kernel<E, D><<<dim3(unsigned(g.tiling.Tr()), unsigned(p.s.heads())), kTcThreads,
-                        mma_dq_smem_bytes<D>()>>>(a);
+  launch_dkdv<E, kD, false>(a, g, p.s.heads());
+  allow_smem(mma_dq_kernel<E, kD>, mma_dq_smem_bytes<kD>());
+  mma_dq_kernel<E, kD><<<dim3(unsigned(g.tiling.Tr()), unsigned(p.s.heads())), kTcThreads,
+                         mma_dq_smem_bytes<kD>()>>>(a);
 }
 
 // One backward of the problem (O and L already in p): the switch from d to compiled kernels.

@@ -36,16 +36,16 @@ inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHo
 // The overlap steps the rung runs with at each d: the fastest of the four settings measured on
 // the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
 // O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
-template <int D>
+template <int kD>
 struct HopperDefaults {
-  static constexpr bool ping_pong = false, overlap = D == 128;
+  static constexpr bool ping_pong = false, overlap = kD == 128;
 };
 
 template <class E>
 struct HopperArgs {
   E* O;
   float* L;
-  index_t n, m;
+  index_t n, n_keys;
   Tiling tiling;  // 128 x 128
   Mask mask;
   float scale2;  // scale * log2(e)
@@ -53,10 +53,10 @@ struct HopperArgs {
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte.
-template <int D>
+template <int kD>
 struct HopperSmem {
-  static constexpr int kTile = kHopperBc * D * 2;  // one K or V tile
-  static constexpr int kQ = 0, kK = kHopperBr * D * 2, kV = kK + kHopperStages * kTile;
+  static constexpr int kTile = kHopperBc * kD * 2;  // one K or V tile
+  static constexpr int kQ = 0, kK = kHopperBr * kD * 2, kV = kK + kHopperStages * kTile;
   static constexpr int kBarriers = kV + kHopperStages * kTile;
   static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kHopperStages) + 1024;  // + alignment
 };
@@ -80,11 +80,11 @@ struct Turns {
 
 // S (64 x 128 of warpgroup c) = Q_i K_j^T: d / 16 wgmma, K-major operands (k steps of 32 bytes
 // inside a 128-byte row, then the next 64-column half).
-template <class E, int D>
+template <class E, int kD>
 __device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], const E* sQ, const E* sK, int c) {
   hopper_ptx::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
+  for (int kk = 0; kk < kD / 16; ++kk) {
     const E* q = sQ + (kk / 4) * kHopperBr * 64 + c * 64 * 64 + (kk % 4) * 16;
     const E* k = sK + (kk / 4) * kHopperBc * 64 + (kk % 4) * 16;
     hopper_ptx::wgmma_ss_n128<E>(s, hopper_ptx::smem_descriptor(q, 16, 1024),
@@ -95,14 +95,14 @@ __device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], const E* sQ, const
 
 // O += P V_j: Bc / 16 wgmma, P's A fragments from registers, V_j N-major (16 keys = 2048 bytes
 // a step; its 64-column halves kHopperBc * 128 bytes apart).
-template <class E, int D>
-__device__ inline void issue_pv(float (&o)[D / 8][4], const std::uint32_t (&p)[kHopperBc / 16][4],
+template <class E, int kD>
+__device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[kHopperBc / 16][4],
                                 const E* sV) {
   hopper_ptx::wgmma_fence();
 #pragma unroll
   for (int kt = 0; kt < kHopperBc / 16; ++kt) {
     const std::uint64_t v = hopper_ptx::smem_descriptor(sV + kt * 16 * 64, kHopperBc * 128, 1024);
-    if constexpr (D == 128)
+    if constexpr (kD == 128)
       hopper_ptx::wgmma_rs_n128<E>(o, p[kt], v);
     else
       hopper_ptx::wgmma_rs_n64<E>(o, p[kt], v);
@@ -110,13 +110,13 @@ __device__ inline void issue_pv(float (&o)[D / 8][4], const std::uint32_t (&p)[k
   hopper_ptx::wgmma_commit();
 }
 
-template <class E, int D, bool kPingPong, bool kOverlap, bool kTrace>
+template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
                           const __grid_constant__ CUtensorMap tmV, const HopperArgs<E> a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = HopperSmem<D>;
+  using L = HopperSmem<kD>;
   constexpr int Br = kHopperBr, Bc = kHopperBc, kStages = kHopperStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
@@ -152,22 +152,22 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     if (threadIdx.x != 0 || J == 0) return;
     hopper_ptx::prefetch_tensor_map(&tmQ), hopper_ptx::prefetch_tensor_map(&tmK);
     hopper_ptx::prefetch_tensor_map(&tmV);
-    hopper_ptx::mbarrier_arrive_expect_tx(full_q, Br * D * 2);
-    for (int h = 0; h < D / 64; ++h)
+    hopper_ptx::mbarrier_arrive_expect_tx(full_q, Br * kD * 2);
+    for (int h = 0; h < kD / 64; ++h)
       hopper_ptx::tma_load_3d(sQ + h * Br * 64, &tmQ, h * 64, int(q0), int(head), full_q);
     for (index_t j = 0; j < J; ++j) {
       const int s = int(j % kStages);
       const unsigned freed = unsigned((j / kStages - 1) & 1);  // tile j - 2's release
       if (j >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
-      hopper_ptx::mbarrier_arrive_expect_tx(full_k + s, Bc * D * 2);
-      for (int h = 0; h < D / 64; ++h)
-        hopper_ptx::tma_load_3d(sK + s * Bc * D + h * Bc * 64, &tmK, h * 64, int(j * Bc), int(head),
-                                full_k + s);
+      hopper_ptx::mbarrier_arrive_expect_tx(full_k + s, Bc * kD * 2);
+      for (int h = 0; h < kD / 64; ++h)
+        hopper_ptx::tma_load_3d(sK + s * Bc * kD + h * Bc * 64, &tmK, h * 64, int(j * Bc),
+                                int(head), full_k + s);
       if (j >= kStages) hopper_ptx::mbarrier_wait(empty_v + s, freed);
-      hopper_ptx::mbarrier_arrive_expect_tx(full_v + s, Bc * D * 2);
-      for (int h = 0; h < D / 64; ++h)
-        hopper_ptx::tma_load_3d(sV + s * Bc * D + h * Bc * 64, &tmV, h * 64, int(j * Bc), int(head),
-                                full_v + s);
+      hopper_ptx::mbarrier_arrive_expect_tx(full_v + s, Bc * kD * 2);
+      for (int h = 0; h < kD / 64; ++h)
+        hopper_ptx::tma_load_3d(sV + s * Bc * kD + h * Bc * 64, &tmV, h * 64, int(j * Bc),
+                                int(head), full_v + s);
     }
     return;
   }
@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   const int g = lane / 4, t = lane % 4, row = c * 64 + warp * 16 + g;  // rows row, row + 8
   Turns<kPingPong> turns{c, int(kOverlap ? J + 1 : 2 * J)};
   turns.start();
-  float o[D / 8][4] = {};
+  float o[kD / 8][4] = {};
   float s[Bc / 8][4];
   std::uint32_t p[Bc / 16][4];
   FragmentRows st;
@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     if (lane == 0) hopper_ptx::mbarrier_arrive(empty + stage(j));
   };
   auto softmax = [&](index_t j) {  // S -> P in s, m2, l, alpha; then the trace
-    if (j >= F || (j + 1) * Bc > a.m) mask_fragment<Bc>(s, a.mask, q0 + row, j * Bc, a.m);
+    if (j >= F || (j + 1) * Bc > a.n_keys) mask_fragment<Bc>(s, a.mask, q0 + row, j * Bc, a.n_keys);
     moved = softmax_fragment<Bc>(s, st, a.scale2, m_old, alpha);
     if (kTrace && head == 0) {  // the trace is head 0's, as on every rung
       record_tile(a.trace, a.tiling, i, j, row, m_old, st, alpha);
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     }
   };
   auto rescale = [&] {
-    if (__any_sync(0xffffffffu, moved)) rescale_fragment<D>(o, alpha);
+    if (__any_sync(0xffffffffu, moved)) rescale_fragment<kD>(o, alpha);
   };
   auto to_p = [&] {
 #pragma unroll
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     if (J > 0) {  // tile 0: S_0 and its softmax
       hopper_ptx::mbarrier_wait(full_k, 0);
       turns.take();
-      issue_qk<E, D>(s, sQ, sK, c);
+      issue_qk<E, kD>(s, sQ, sK, c);
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(s);
@@ -221,11 +221,11 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     for (index_t j = 1; j < J; ++j) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
       hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
       turns.take();
-      issue_qk<E, D>(s, sQ, sK + stage(j) * Bc * D, c);
+      issue_qk<E, kD>(s, sQ, sK + stage(j) * Bc * kD, c);
       rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
       hopper_ptx::mbarrier_wait(full_v + stage(j - 1), parity(j - 1));
       hopper_ptx::fence_operands(p);
-      issue_pv<E, D>(o, p, sV + stage(j - 1) * Bc * D);
+      issue_pv<E, kD>(o, p, sV + stage(j - 1) * Bc * kD);
       turns.give();
       hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
       hopper_ptx::fence_operands(s);
@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::mbarrier_wait(full_v + stage(J - 1), parity(J - 1));
       turns.take();
       hopper_ptx::fence_operands(p);
-      issue_pv<E, D>(o, p, sV + stage(J - 1) * Bc * D);
+      issue_pv<E, kD>(o, p, sV + stage(J - 1) * Bc * kD);
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o);
@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
       hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
       turns.take();
-      issue_qk<E, D>(s, sQ, sK + stage(j) * Bc * D, c);
+      issue_qk<E, kD>(s, sQ, sK + stage(j) * Bc * kD, c);
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(s);
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::mbarrier_wait(full_v + stage(j), parity(j));
       turns.take();
       hopper_ptx::fence_operands(p);
-      issue_pv<E, D>(o, p, sV + stage(j) * Bc * D);
+      issue_pv<E, kD>(o, p, sV + stage(j) * Bc * kD);
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o);
@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
   float inv[2];
   finish_rows(st, inv);  // O = O / l, L = m2 ln 2 + log l
-  E* O = a.O + head * a.n * D;
+  E* O = a.O + head * a.n * kD;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const index_t q = q0 + row + 8 * r;
@@ -283,8 +283,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       a.trace.final_l[q] = st.l[r];
     }
 #pragma unroll
-    for (int nb = 0; nb < D / 8; ++nb)
-      *reinterpret_cast<std::uint32_t*>(O + q * D + nb * 8 + 2 * t) =
+    for (int nb = 0; nb < kD / 8; ++nb)
+      *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
           ptx::pack2<E>(o[nb][2 * r] * inv[r], o[nb][2 * r + 1] * inv[r]);
   }
 #else

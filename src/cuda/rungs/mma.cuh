@@ -26,8 +26,8 @@
 
 #include <cstdint>
 
-#include "cuda/primitives/ptx.cuh"
 #include "cuda/host/rungs_api.hpp"
+#include "cuda/primitives/ptx.cuh"
 #include "flashdemo/host_device/mask.hpp"
 #include "flashdemo/host_device/online_softmax.hpp"
 #include "flashdemo/host_device/tiling.hpp"
@@ -41,31 +41,31 @@ struct TcArgs {
   const E *Q, *K, *V;
   E* O;
   float* L;
-  index_t n, m;
+  index_t n, n_keys;
   Tiling tiling;  // Br = 64 kM, Bc = 64
   Mask mask;
   float scale2;  // scale * log2(e)
   RungTrace trace;
 };
 
-// Element offset of chunk c (8 elements) of row r in a swizzled tile of rows of D elements.
-template <int D>
+// Element offset of chunk c (8 elements) of row r in a swizzled tile of rows of d elements.
+template <int kD>
 __device__ inline int swizzled(int r, int c) {
-  return r * D + ((c ^ (r & 7)) << 3);
+  return r * kD + ((c ^ (r & 7)) << 3);
 }
 
-// ROWS rows of D elements from src (the tile's first row) into a swizzled tile; rows at or past
+// ROWS rows of d elements from src (the tile's first row) into a swizzled tile; rows at or past
 // rows_left are zeros. 32-bit offsets from one 64-bit base: a few instructions per 16 bytes.
-template <int D, int ROWS, bool Async, class E>
+template <int kD, int ROWS, bool Async, class E>
 __device__ inline void load_tile(E* tile, const E* src, index_t rows_left) {
-  constexpr int kChunks = D / 8;
+  constexpr int kChunks = kD / 8;
   const int left = rows_left < ROWS ? int(rows_left) : ROWS;
 #pragma unroll
   for (int u = 0; u < ROWS * kChunks / kTcThreads; ++u) {
     const int k = int(threadIdx.x) + u * kTcThreads, r = k / kChunks, c = k % kChunks;
     const bool valid = r < left;
-    const E* from = src + (valid ? r * D + c * 8 : 0);
-    E* to = tile + swizzled<D>(r, c);
+    const E* from = src + (valid ? r * kD + c * 8 : 0);
+    E* to = tile + swizzled<kD>(r, c);
     if constexpr (Async) {
       ptx::cp_async_16(ptx::smem_address(to), from, valid);
     } else {
@@ -100,14 +100,14 @@ __device__ inline void record_tile(const RungTrace& trace, const Tiling& tiling,
 // of N keys starting at k0 (q: the query of the lane's row g; row g + 8 is q + 8).
 template <int N>
 __device__ inline void mask_fragment(float (&s)[N / 8][4], const Mask& mask, index_t q, index_t k0,
-                                     index_t m) {
+                                     index_t n_keys) {
   const int t = threadIdx.x % 4;
 #pragma unroll
   for (int nb = 0; nb < N / 8; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const index_t key = k0 + nb * 8 + 2 * t + (e & 1);
-      if (key >= m || mask.masked(q + 8 * (e >> 1), key)) s[nb][e] = neg_inf<float>();
+      if (key >= n_keys || mask.masked(q + 8 * (e >> 1), key)) s[nb][e] = neg_inf<float>();
     }
 }
 
@@ -148,11 +148,11 @@ __device__ inline bool softmax_fragment(float (&s)[N / 8][4], FragmentRows& st, 
   return moved;
 }
 
-// O = alpha O on the lane's rows of a 16 x D fragment.
-template <int D>
-__device__ inline void rescale_fragment(float (&o)[D / 8][4], const float (&alpha)[2]) {
+// O = alpha O on the lane's rows of a 16 x d fragment.
+template <int kD>
+__device__ inline void rescale_fragment(float (&o)[kD / 8][4], const float (&alpha)[2]) {
 #pragma unroll
-  for (int nb = 0; nb < D / 8; ++nb)
+  for (int nb = 0; nb < kD / 8; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[nb][e] *= alpha[e >> 1];
 }
@@ -177,29 +177,29 @@ __device__ inline void finish_rows(FragmentRows& st, float (&inv)[2]) {
   }
 }
 
-template <class E, int D, bool Async, int kM, bool kTrace>
+template <class E, int kD, bool Async, int kM, bool kTrace>
 __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> a) {
   constexpr int Br = 64 * kM, Bc = kTcBc, kStages = Async ? 2 : 1, kRows = 16 * kM;
-  constexpr bool kQInRegisters = kM * D <= 128;
+  constexpr bool kQInRegisters = kM * kD <= 128;
   extern __shared__ __align__(128) unsigned char smem[];
-  E* sQ = reinterpret_cast<E*>(smem);  // Br x D, later the output tile
-  E* sK = sQ + Br * D;                 // kStages x Bc x D
-  E* sV = sK + kStages * Bc * D;       // kStages x Bc x D
+  E* sQ = reinterpret_cast<E*>(smem);  // Br x d, later the output tile
+  E* sK = sQ + Br * kD;                // kStages x Bc x d
+  E* sV = sK + kStages * Bc * kD;      // kStages x Bc x d
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const index_t Tr = a.tiling.Tr();
   const index_t i = a.mask.causal ? Tr - 1 - blockIdx.x : blockIdx.x;  // longest rows first
   const index_t head = blockIdx.y, q0 = i * Br;
-  const E* Q = a.Q + head * a.n * D;
-  const E* K = a.K + head * a.m * D;
-  const E* V = a.V + head * a.m * D;
+  const E* Q = a.Q + head * a.n * kD;
+  const E* K = a.K + head * a.n_keys * kD;
+  const E* V = a.V + head * a.n_keys * kD;
   const index_t J = computed_key_tiles(a.tiling, a.mask, i);
   const index_t F = full_key_tiles(a.tiling, a.mask, i);
   const bool tracing = kTrace && head == 0;  // kTrace: its own kernel, none of this in the fast one
 
-  load_tile<D, Br, Async>(sQ, Q + q0 * D, a.n - q0);
+  load_tile<kD, Br, Async>(sQ, Q + q0 * kD, a.n - q0);
   if constexpr (Async) {
     ptx::cp_async_commit();
-    if (J > 0) load_tile<D, Bc, true>(sK, K, a.m), load_tile<D, Bc, true>(sV, V, a.m);
+    if (J > 0) load_tile<kD, Bc, true>(sK, K, a.n_keys), load_tile<kD, Bc, true>(sV, V, a.n_keys);
     ptx::cp_async_commit();
     ptx::cp_async_wait<1>();  // Q has arrived; K_0, V_0 may still be on their way
   }
@@ -207,24 +207,26 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
   // The A fragment of row fragment mi, k-step kk: from registers, or from shared memory.
   auto q_address = [&](int mi, int kk) {
     return ptx::smem_address(
-        sQ + swizzled<D>(warp * kRows + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+        sQ + swizzled<kD>(warp * kRows + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
   };
-  std::uint32_t qf[kQInRegisters ? kM : 1][kQInRegisters ? D / 16 : 1][4];
+  std::uint32_t qf[kQInRegisters ? kM : 1][kQInRegisters ? kD / 16 : 1][4];
   if constexpr (kQInRegisters)
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi)
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) ptx::ldmatrix_x4(qf[mi][kk], q_address(mi, kk));
+      for (int kk = 0; kk < kD / 16; ++kk) ptx::ldmatrix_x4(qf[mi][kk], q_address(mi, kk));
 
-  float o[kM][D / 8][4] = {};  // O: columns 8 nb + 2t, +1 of rows g (0, 1) and g + 8 (2, 3)
+  float o[kM][kD / 8][4] = {};  // O: columns 8 nb + 2t, +1 of rows g (0, 1) and g + 8 (2, 3)
   FragmentRows st[kM];
   for (index_t j = 0; j < J; ++j) {
     const int stage = Async ? int(j & 1) : 0;
     if constexpr (Async) {
       if (j + 1 < J) {  // the next tile into the other buffer, under this tile's compute
         const int next = int((j + 1) & 1);
-        load_tile<D, Bc, true>(sK + next * Bc * D, K + (j + 1) * Bc * D, a.m - (j + 1) * Bc);
-        load_tile<D, Bc, true>(sV + next * Bc * D, V + (j + 1) * Bc * D, a.m - (j + 1) * Bc);
+        load_tile<kD, Bc, true>(sK + next * Bc * kD, K + (j + 1) * Bc * kD,
+                                a.n_keys - (j + 1) * Bc);
+        load_tile<kD, Bc, true>(sV + next * Bc * kD, V + (j + 1) * Bc * kD,
+                                a.n_keys - (j + 1) * Bc);
         ptx::cp_async_commit();
         ptx::cp_async_wait<1>();
       } else {
@@ -232,16 +234,16 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       }
     } else {
       __syncthreads();  // everyone is done with the previous K_j, V_j
-      load_tile<D, Bc, false>(sK, K + j * Bc * D, a.m - j * Bc);
-      load_tile<D, Bc, false>(sV, V + j * Bc * D, a.m - j * Bc);
+      load_tile<kD, Bc, false>(sK, K + j * Bc * kD, a.n_keys - j * Bc);
+      load_tile<kD, Bc, false>(sV, V + j * Bc * kD, a.n_keys - j * Bc);
     }
     __syncthreads();
-    const E* Kj = sK + stage * Bc * D;
-    const E* Vj = sV + stage * Bc * D;
+    const E* Kj = sK + stage * Bc * kD;
+    const E* Vj = sV + stage * Bc * kD;
 
     float s[kM][Bc / 8][4] = {};  // S: keys 8 nb + 2t, +1 of rows g and g + 8
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
+    for (int kk = 0; kk < kD / 16; ++kk) {
       std::uint32_t qa[kM][4];
 #pragma unroll
       for (int mi = 0; mi < kM; ++mi) {
@@ -255,8 +257,8 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       for (int nb = 0; nb < Bc / 16; ++nb) {
         std::uint32_t b[4];
         ptx::ldmatrix_x4(
-            b, ptx::smem_address(Kj + swizzled<D>(nb * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                                  kk * 2 + ((lane >> 3) & 1))));
+            b, ptx::smem_address(Kj + swizzled<kD>(nb * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                   kk * 2 + ((lane >> 3) & 1))));
 #pragma unroll
         for (int mi = 0; mi < kM; ++mi) {
           ptx::mma_16816<E>(s[mi][2 * nb], qa[mi], b[0], b[1]);
@@ -265,13 +267,13 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       }
     }
     const index_t k0 = j * Bc;
-    const bool edge = j >= F || k0 + Bc > a.m;  // the diagonal crosses it, or keys run out
+    const bool edge = j >= F || k0 + Bc > a.n_keys;  // the diagonal crosses it, or keys run out
     bool moved = false;
     float m_old[kM][2], alpha[kM][2];
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi) {
       // the diagonal or the last keys: -inf where masked (uniform over the block)
-      if (edge) mask_fragment<Bc>(s[mi], a.mask, q0 + warp * kRows + mi * 16 + g, k0, a.m);
+      if (edge) mask_fragment<Bc>(s[mi], a.mask, q0 + warp * kRows + mi * 16 + g, k0, a.n_keys);
       moved |= softmax_fragment<Bc>(s[mi], st[mi], a.scale2, m_old[mi], alpha[mi]);
     }
     if (tracing) {  // here, so that m_old and alpha need not live through P V
@@ -285,7 +287,7 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
     // the running maxima settle, most tiles change none, and d / 2 multiplies per lane are saved.
     if (__any_sync(0xffffffffu, moved))
 #pragma unroll
-      for (int mi = 0; mi < kM; ++mi) rescale_fragment<D>(o[mi], alpha[mi]);
+      for (int mi = 0; mi < kM; ++mi) rescale_fragment<kD>(o[mi], alpha[mi]);
 
 #pragma unroll
     for (int kt = 0; kt < Bc / 16; ++kt) {  // O += P V_j, P rounded to E as the A operand
@@ -293,11 +295,11 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
 #pragma unroll
       for (int mi = 0; mi < kM; ++mi) p_fragment<E, Bc>(p[mi], s[mi], kt);
 #pragma unroll
-      for (int nb = 0; nb < D / 16; ++nb) {
+      for (int nb = 0; nb < kD / 16; ++nb) {
         std::uint32_t b[4];
         ptx::ldmatrix_x4_trans(
-            b, ptx::smem_address(Vj + swizzled<D>(kt * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                                  nb * 2 + (lane >> 4))));
+            b, ptx::smem_address(Vj + swizzled<kD>(kt * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                   nb * 2 + (lane >> 4))));
 #pragma unroll
         for (int mi = 0; mi < kM; ++mi) {
           ptx::mma_16816<E>(o[mi][2 * nb], p[mi], b[0], b[1]);
@@ -324,28 +326,28 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       }
     }
 #pragma unroll
-    for (int nb = 0; nb < D / 8; ++nb)  // this warp's rows of sQ take O (no other warp reads them)
+    for (int nb = 0; nb < kD / 8; ++nb)  // this warp's rows of sQ take O (no other warp reads them)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int rr = warp * kRows + mi * 16 + g + 8 * r;
-        *reinterpret_cast<std::uint32_t*>(sQ + swizzled<D>(rr, nb) + 2 * t) =
+        *reinterpret_cast<std::uint32_t*>(sQ + swizzled<kD>(rr, nb) + 2 * t) =
             ptx::pack2<E>(o[mi][nb][2 * r] * inv[r], o[mi][nb][2 * r + 1] * inv[r]);
       }
   }
   __syncthreads();
-  E* O = a.O + head * a.n * D;
-  for (int k = threadIdx.x; k < Br * (D / 8); k += kTcThreads) {
-    const int r = k / (D / 8), c = k % (D / 8);
+  E* O = a.O + head * a.n * kD;
+  for (int k = threadIdx.x; k < Br * (kD / 8); k += kTcThreads) {
+    const int r = k / (kD / 8), c = k % (kD / 8);
     if (q0 + r < a.n)
-      *reinterpret_cast<uint4*>(O + (q0 + r) * D + c * 8) =
-          *reinterpret_cast<const uint4*>(sQ + swizzled<D>(r, c));
+      *reinterpret_cast<uint4*>(O + (q0 + r) * kD + c * 8) =
+          *reinterpret_cast<const uint4*>(sQ + swizzled<kD>(r, c));
   }
 }
 
 // Dynamic shared memory of one block: Q (then O), and K and V in one or two buffers.
-template <int D, bool Async, int kM>
+template <int kD, bool Async, int kM>
 constexpr std::size_t tc_smem_bytes() {
-  return 2 * std::size_t(64 * kM * D + (Async ? 2 : 1) * 2 * kTcBc * D);
+  return 2 * std::size_t(64 * kM * kD + (Async ? 2 : 1) * 2 * kTcBc * kD);
 }
 
 }  // namespace fd::cuda

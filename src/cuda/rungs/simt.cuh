@@ -29,7 +29,7 @@ struct SimtShape {
 struct SimtArgs {
   const float *Q, *K, *V;
   float *O, *L;
-  index_t n, m;
+  index_t n, n_keys;
   Tiling tiling;
   Mask mask;
   float scale2;  // scale * log2(e)
@@ -37,23 +37,23 @@ struct SimtArgs {
 };
 
 // X[row0 .. row0 + 64) (d columns) transposed into Xt (d x 64); rows past total are 0.
-template <int D>
+template <int kD>
 __device__ inline void load_transposed(float* Xt, const float* X, index_t row0, index_t total) {
-  for (int k = threadIdx.x; k < 64 * (D / 4); k += SimtShape::kThreads) {
+  for (int k = threadIdx.x; k < 64 * (kD / 4); k += SimtShape::kThreads) {
     const int r = k % 64, x = 4 * (k / 64);  // neighbouring threads: neighbouring rows
-    const float4 v = row0 + r < total ? *reinterpret_cast<const float4*>(X + (row0 + r) * D + x)
+    const float4 v = row0 + r < total ? *reinterpret_cast<const float4*>(X + (row0 + r) * kD + x)
                                       : make_float4(0, 0, 0, 0);
     Xt[(x + 0) * 64 + r] = v.x, Xt[(x + 1) * 64 + r] = v.y;
     Xt[(x + 2) * 64 + r] = v.z, Xt[(x + 3) * 64 + r] = v.w;
   }
 }
 
-template <int D>
+template <int kD>
 __device__ inline void load_rows(float* Xs, const float* X, index_t row0, index_t total) {
-  for (int k = threadIdx.x; k < 64 * (D / 4); k += SimtShape::kThreads) {
-    const int r = k / (D / 4), x = 4 * (k % (D / 4));
-    *reinterpret_cast<float4*>(Xs + r * D + x) =
-        row0 + r < total ? *reinterpret_cast<const float4*>(X + (row0 + r) * D + x)
+  for (int k = threadIdx.x; k < 64 * (kD / 4); k += SimtShape::kThreads) {
+    const int r = k / (kD / 4), x = 4 * (k % (kD / 4));
+    *reinterpret_cast<float4*>(Xs + r * kD + x) =
+        row0 + r < total ? *reinterpret_cast<const float4*>(X + (row0 + r) * kD + x)
                          : make_float4(0, 0, 0, 0);
   }
 }
@@ -68,33 +68,33 @@ __device__ inline float half_warp_max(float v) {
   return v;
 }
 
-template <int D, bool kTrace>
+template <int kD, bool kTrace>
 __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const SimtArgs a) {
-  constexpr int Br = SimtShape::Br, Bc = SimtShape::Bc, U = D / 64, kLd = SimtShape::kLd;
+  constexpr int Br = SimtShape::Br, Bc = SimtShape::Bc, U = kD / 64, kLd = SimtShape::kLd;
   extern __shared__ float4 smem4[];
-  float* sQt = reinterpret_cast<float*>(smem4);  // D x Br
-  float* sKt = sQt + D * Br;                     // D x Bc, then the same memory as V_j: Bc x D
+  float* sQt = reinterpret_cast<float*>(smem4);  // d x Br
+  float* sKt = sQt + kD * Br;                    // d x Bc, then the same memory as V_j: Bc x d
   float* sV = sKt;
-  float* sPt = sKt + D * Bc;  // Bc x kLd
+  float* sPt = sKt + kD * Bc;  // Bc x kLd
   const int rg = threadIdx.x / 16, cg = threadIdx.x % 16;
   const index_t Tr = a.tiling.Tr();
   const index_t i = a.mask.causal ? Tr - 1 - blockIdx.x : blockIdx.x;  // longest rows first
   const index_t head = blockIdx.y, q0 = i * Br;
-  const float* K = a.K + head * a.m * D;
-  const float* V = a.V + head * a.m * D;
+  const float* K = a.K + head * a.n_keys * kD;
+  const float* V = a.V + head * a.n_keys * kD;
   const index_t J = computed_key_tiles(a.tiling, a.mask, i);
   const index_t F = full_key_tiles(a.tiling, a.mask, i);
   const bool tracing = kTrace && head == 0;  // kTrace: its own kernel, none of this in the fast one
-  load_transposed<D>(sQt, a.Q + head * a.n * D, q0, a.n);
+  load_transposed<kD>(sQt, a.Q + head * a.n * kD, q0, a.n);
 
   float o[4][4 * U] = {}, m2[4], l[4] = {};
   for (int r = 0; r < 4; ++r) m2[r] = neg_inf<float>();
   for (index_t j = 0; j < J; ++j) {
     __syncthreads();  // everyone is done with the previous V_j and P
-    load_transposed<D>(sKt, K, j * Bc, a.m);
+    load_transposed<kD>(sKt, K, j * Bc, a.n_keys);
     __syncthreads();
     float s[4][4] = {};
-    for (int x = 0; x < D; ++x) {
+    for (int x = 0; x < kD; ++x) {
       const float4 q = *reinterpret_cast<const float4*>(sQt + x * Br + 4 * rg);
       const float qr[4] = {q.x, q.y, q.z, q.w};
       const float4 k = *reinterpret_cast<const float4*>(sKt + x * Bc + 4 * cg);
@@ -103,13 +103,14 @@ __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const
         for (int r = 0; r < 4; ++r) s[r][c] = fmaf(qr[r], kc[c], s[r][c]);
     }
     const index_t k0 = j * Bc;
-    const bool edge = j >= F || k0 + Bc > a.m;
+    const bool edge = j >= F || k0 + Bc > a.n_keys;
     float m_old[4], alpha[4];
     for (int r = 0; r < 4; ++r) {
       float mx = neg_inf<float>();  // of S unscaled: max(S) scale2 = max(S scale2), monotone
       for (int c = 0; c < 4; ++c) {
         const index_t key = k0 + 4 * cg + c;
-        if (edge && (key >= a.m || a.mask.masked(q0 + 4 * rg + r, key))) s[r][c] = neg_inf<float>();
+        if (edge && (key >= a.n_keys || a.mask.masked(q0 + 4 * rg + r, key)))
+          s[r][c] = neg_inf<float>();
         mx = fmaxf(mx, s[r][c]);
       }
       mx = fmaxf(m2[r], half_warp_max(mx) * a.scale2);
@@ -125,13 +126,13 @@ __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const
       *reinterpret_cast<float4*>(sPt + (4 * cg + c) * kLd + 4 * rg) =
           make_float4(s[0][c], s[1][c], s[2][c], s[3][c]);
     __syncthreads();  // everyone is done with K_j^T: V_j takes its place
-    load_rows<D>(sV, V, j * Bc, a.m);
+    load_rows<kD>(sV, V, j * Bc, a.n_keys);
     __syncthreads();
     for (int c = 0; c < Bc; ++c) {
       const float4 p = *reinterpret_cast<const float4*>(sPt + c * kLd + 4 * rg);
       const float pr[4] = {p.x, p.y, p.z, p.w};
       for (int u = 0; u < U; ++u) {
-        const float4 v = *reinterpret_cast<const float4*>(sV + c * D + 64 * u + 4 * cg);
+        const float4 v = *reinterpret_cast<const float4*>(sV + c * kD + 64 * u + 4 * cg);
         for (int r = 0; r < 4; ++r) {
           o[r][4 * u + 0] = fmaf(pr[r], v.x, o[r][4 * u + 0]);
           o[r][4 * u + 1] = fmaf(pr[r], v.y, o[r][4 * u + 1]);
@@ -157,7 +158,7 @@ __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const
     const float lsum = half_warp_sum(l[r]);
     const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
     if (q >= a.n) continue;
-    float* Orow = a.O + (head * a.n + q) * D;
+    float* Orow = a.O + (head * a.n + q) * kD;
     for (int u = 0; u < U; ++u)
       *reinterpret_cast<float4*>(Orow + 64 * u + 4 * cg) = make_float4(
           o[r][4 * u] * inv, o[r][4 * u + 1] * inv, o[r][4 * u + 2] * inv, o[r][4 * u + 3] * inv);
@@ -167,10 +168,10 @@ __global__ void __launch_bounds__(SimtShape::kThreads) simt_forward_kernel(const
   }
 }
 
-template <int D>
+template <int kD>
 constexpr std::size_t simt_smem_bytes() {
   return sizeof(float) *
-         std::size_t(D * SimtShape::Br + D * SimtShape::Bc + SimtShape::Bc * SimtShape::kLd);
+         std::size_t(kD * SimtShape::Br + kD * SimtShape::Bc + SimtShape::Bc * SimtShape::kLd);
 }
 
 }  // namespace fd::cuda

@@ -24,7 +24,7 @@ namespace fd::cuda {
 
 template <class T>
 struct Problem {
-  index_t n, m, d;
+  index_t n, n_keys, d;
   Tiling tiling;
   Mask mask;
   T scale;
@@ -75,8 +75,8 @@ __global__ void forward_kernel(ForwardArgs<T> a) {
   T* sV = sK + p.tiling.Bc * ld;       // Bc x ld
   T* sS = sV + p.tiling.Bc * ld;       // Br x Bc: S_ij, then P_ij
   const T* Q = a.Q + head * p.n * d;
-  const T* K = a.K + head * p.m * d;
-  const T* V = a.V + head * p.m * d;
+  const T* K = a.K + head * p.n_keys * d;
+  const T* V = a.V + head * p.n_keys * d;
   const index_t r = threadIdx.x, q = rows.begin + r;
   const bool active = r < rows.size();
   stage(sQ, Q, rows.begin, rows.size(), d);
@@ -144,7 +144,7 @@ __global__ void dkdv_kernel(BackwardArgs<T> a) {
   T* sdS = sD + p.tiling.Br;           // Br x Bc: dS_ij, for this key tile's part of dQ_i
   const index_t c = threadIdx.x, k = cols.begin + c;
   const bool active = c < cols.size();
-  const index_t qbase = head * p.n, kbase = head * p.m;
+  const index_t qbase = head * p.n, kbase = head * p.n_keys;
   stage(sK, a.K + kbase * d, cols.begin, cols.size(), d);
   stage(sV, a.V + kbase * d, cols.begin, cols.size(), d);
   for (index_t x = 0; x < d; ++x) sdK[c * ld + x] = T(0), sdV[c * ld + x] = T(0);
@@ -206,7 +206,7 @@ __global__ void dq_kernel(BackwardArgs<T> a) {
   T* sV = sK + p.tiling.Bc * ld;       // Bc x ld
   const index_t r = threadIdx.x, q = rows.begin + r;
   const bool active = r < rows.size();
-  const index_t qbase = head * p.n, kbase = head * p.m;
+  const index_t qbase = head * p.n, kbase = head * p.n_keys;
   stage(sQ, a.Q + qbase * d, rows.begin, rows.size(), d);
   stage(sdO, a.dO + qbase * d, rows.begin, rows.size(), d);
   for (index_t x = 0; x < d; ++x) sdQ[r * ld + x] = T(0);

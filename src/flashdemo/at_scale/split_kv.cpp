@@ -24,8 +24,8 @@ SplitPlan plan_with_efficiencies(index_t units, index_t workers, index_t key_til
   plan.key_tiles = std::max<index_t>(1, key_tiles);
   plan.min_tiles = std::max<index_t>(1, min_tiles);
   plan.max_splits = std::clamp<index_t>(plan.key_tiles / plan.min_tiles, 1, kMaxSplits);
-  for (index_t S = 1; S <= plan.max_splits; ++S) {
-    plan.efficiency.push_back(split_efficiency(plan.units, S, plan.workers));
+  for (index_t num_splits = 1; num_splits <= plan.max_splits; ++num_splits) {
+    plan.efficiency.push_back(split_efficiency(plan.units, num_splits, plan.workers));
     plan.best = std::max(plan.best, plan.efficiency.back());
   }
   return plan;
@@ -35,9 +35,9 @@ SplitPlan plan_with_efficiencies(index_t units, index_t workers, index_t key_til
 
 SplitPlan plan_splits(index_t units, index_t workers, index_t key_tiles, index_t min_tiles) {
   SplitPlan plan = plan_with_efficiencies(units, workers, key_tiles, min_tiles);
-  for (index_t S = 1; S <= plan.max_splits; ++S)
-    if (plan.efficiency[std::size_t(S - 1)] >= kSplitEfficiency * plan.best) {
-      plan.splits = S;
+  for (index_t num_splits = 1; num_splits <= plan.max_splits; ++num_splits)
+    if (plan.efficiency[std::size_t(num_splits - 1)] >= kSplitEfficiency * plan.best) {
+      plan.splits = num_splits;
       break;
     }
   return plan;
@@ -108,16 +108,18 @@ void split_item(const Problem<T>& p, index_t i, index_t s, const T* Q, const T* 
 }  // namespace
 
 template <class T>
-void split_kv_forward(const DecodeShape& s, const AttnParams& p, index_t splits, index_t threads,
-                      const T* Q, const T* K, const T* V, SplitKvResult<T>& out, TileSizes tiles) {
+void split_kv_forward(const DecodeShape& s, const AttnParams& p, index_t num_splits,
+                      index_t threads, const T* Q, const T* K, const T* V, SplitKvResult<T>& out,
+                      TileSizes tiles) {
   const Tiling t = decode_tiling(s, tiles);
-  if (splits < 1 || splits > t.Tc())
+  if (num_splits < 1 || num_splits > t.Tc())
     throw std::invalid_argument("splits must lie in 1 .. the number of key tiles");
-  const Problem<T> prob{s, t, p.mask_for(s.n, s.m), T(p.scale_for(s.d)), splits};
-  const index_t H = s.heads, n = s.n, m = s.m, d = s.d, S = splits, Tr = t.Tr();
-  out.splits = S;
+  const Problem<T> prob{s, t, p.mask_for(s.n, s.m), T(p.scale_for(s.d)), num_splits};
+  const index_t H = s.heads, n = s.n, m = s.m, d = s.d, Tr = t.Tr();
+  out.splits = num_splits;
   out.O.resize(std::size_t(H * n * d)), out.L.resize(std::size_t(H * n));
-  out.O_part.resize(std::size_t(H * S * n * d)), out.L_part.resize(std::size_t(H * S * n));
+  out.O_part.resize(std::size_t(H * num_splits * n * d)),
+      out.L_part.resize(std::size_t(H * num_splits * n));
   T* O_part = out.O_part.data();
   T* L_part = out.L_part.data();
 #pragma omp parallel num_threads(int(std::max <index_t>(1, threads)))
@@ -126,9 +128,9 @@ void split_kv_forward(const DecodeShape& s, const AttnParams& p, index_t splits,
     std::vector<T> scores(std::size_t(t.Bc));
     // (head, query tile, split) items; each writes only its own rows of its split's partials.
 #pragma omp for schedule(dynamic, 1)
-    for (index_t w = 0; w < H * Tr * S; ++w) {
-      const index_t head = w / (Tr * S), i = (w / S) % Tr, sp = w % S;
-      const index_t part = head * S + sp;
+    for (index_t w = 0; w < H * Tr * num_splits; ++w) {
+      const index_t head = w / (Tr * num_splits), i = (w / num_splits) % Tr, sp = w % num_splits;
+      const index_t part = head * num_splits + sp;
       split_item(prob, i, sp, Q + head * n * d, K + head * m * d, V + head * m * d,
                  O_part + part * n * d, L_part + part * n, st, scores);
     }
@@ -136,9 +138,10 @@ void split_kv_forward(const DecodeShape& s, const AttnParams& p, index_t splits,
 #pragma omp for schedule(static)
     for (index_t r = 0; r < H * n; ++r) {
       const index_t head = r / n, q = r % n;
-      const index_t first = head * S;
-      out.L[std::size_t(r)] = merge_splits(O_part + (first * n + q) * d, n * d,
-                                           L_part + first * n + q, n, S, d, out.O.data() + r * d);
+      const index_t first = head * num_splits;
+      out.L[std::size_t(r)] =
+          merge_splits(O_part + (first * n + q) * d, n * d, L_part + first * n + q, n, num_splits,
+                       d, out.O.data() + r * d);
     }
   }
 }

@@ -93,8 +93,8 @@ struct SplitKvResult {
 // Q: heads x n x d, K, V: heads x m x d, row-major, one head after another. S splits of the keys
 // (1 <= S <= Tc), on `threads` threads, with tiles Br x Bc.
 template <class T>
-void split_kv_forward(const DecodeShape& s, const AttnParams& p, index_t splits, index_t threads,
-                      const T* Q, const T* K, const T* V, SplitKvResult<T>& out,
+void split_kv_forward(const DecodeShape& s, const AttnParams& p, index_t num_splits,
+                      index_t threads, const T* Q, const T* K, const T* V, SplitKvResult<T>& out,
                       TileSizes tiles = kDecodeTiles);
 
 }  // namespace fd

@@ -19,7 +19,9 @@ struct ForwardProblem {
   Variant variant;
 };
 
-// The row update with one of the lab's mistakes (variant.hpp); the correct one is update_row.
+// The row update of a --break run, with one of the lab's mistakes (variant.hpp); a mistake made
+// elsewhere (the start of the state, the mask, the backward) updates as update_row does. The
+// correct forward never comes here: it calls update_row (tile_math.hpp) itself.
 template <class T>
 T broken_update_row(Mistake mistake, RowState<T>& st, T* s, const T* V, index_t ldv, index_t cols,
                     index_t d, T* o, Precision p_in) {
@@ -61,10 +63,13 @@ void forward_tile(const ForwardProblem<T>& p, index_t i, index_t j, std::vector<
     score_row(p.Q.row(q).data(), p.K.data() + cols.begin * d, d, cols.begin, cols.size(), d,
               p.scale, p.mask, q,
               s.data());  // S_ij row q
-    const T alpha =
-        broken_update_row(p.variant.mistake, st[r], s.data(), p.V.data() + cols.begin * d, d,
-                          cols.size(), d, Oi.row(r).data(),
-                          p.variant.p_in);  // (m, l, O) <- tile j
+    const T* Vj = p.V.data() + cols.begin * d;
+    T* o = Oi.row(r).data();
+    const T alpha =  // (m, l, O) <- tile j
+        p.variant.mistake == Mistake::none
+            ? update_row(st[r], s.data(), Vj, d, cols.size(), d, o, p.variant.p_in)
+            : broken_update_row(p.variant.mistake, st[r], s.data(), Vj, d, cols.size(), d, o,
+                                p.variant.p_in);
     if (sink) {
       e.m_old.push_back(m_old), e.m_new.push_back(st[r].m);
       e.alpha.push_back(alpha), e.l.push_back(st[r].l);
