@@ -4,14 +4,16 @@
 // header checks, at every d of its list, that its tiles fit shared memory and its accumulators the
 // registers (static_asserts next to its tile constants):
 //
-//   rung       d         what bounds it (the arithmetic: the rung's header)
-//   simt       64, 128   d / 64 float4 columns of O per thread                  rungs/simt.cuh
-//   tc         64, 128   rows of d / 8 16-byte chunks in whole swizzle groups   rungs/tc.cuh
-//   mma        64, 128   tc's rows; O of two row fragments in registers        rungs/mma.cuh
-//   mma bwd    64, 128   tc's rows; dK and dV of a warp's keys in registers rungs/mma_backward.cuh
-//   hopper     64, 128   64-column halves; d = 256 needs 320 KiB at Bc = 128   rungs/hopper.cuh
-//   decode     64, 128   a key row of 1 to 32 16-byte chunks (decode_api.hpp)  at_scale/decode.cuh
-//   teaching   any d whose tiles fit shared memory (checked when launched, launch/teaching.cu)
+//   rung      d        what bounds it                               the arithmetic
+//   simt      64, 128  d / 64 float4 columns of O per thread        rungs/simt.cuh
+//   tc        64, 128  rows of d / 8 16-byte chunks, whole swizzle  rungs/tc.cuh
+//                      groups of 8
+//   mma       64, 128  tc's rows; O of two row fragments a warp     rungs/mma.cuh
+//   mma bwd   64, 128  tc's rows; dK and dV of a warp's keys        rungs/mma_backward.cuh
+//   hopper    64, 128  64-column halves; d = 256: 320 KiB of tiles  rungs/hopper.cuh
+//                      at Bc = 128 and two stages
+//   decode    64, 128  a key row of 1 to 32 16-byte chunks          at_scale/decode.cuh
+//   teaching  any d whose tiles fit shared memory (checked when launched, launch/teaching.cu)
 //
 // A new d on a rung: add it to the rung's list; the rung's static_asserts say whether its tiles
 // hold it, the launch compiles its kernels at that d, and the refusal names it.
