@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/host/head_dims.hpp"
 #include "cuda/primitives/element.cuh"
 #include "cuda/primitives/ptx.cuh"
 #include "flashdemo/host_device/mask.hpp"
@@ -307,5 +308,23 @@ __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
   merge_unit<E, kD, R>(a, head, rows);
   if (threadIdx.x == 0) a.done[unit] = 0;  // ready for the next launch
 }
+
+// Whether the kernel holds head dim D (DecodeHeadDims, head_dims.hpp), for every element type: a
+// key row of G = d / (16 / sizeof E) 16-byte chunks, 1 to 32 and a divisor of a warp (fp32 at
+// d = 64 G = 16, at d = 128 G = 32; bf16/fp16 8 and 16; so d = 256 needs fp32 keys split over
+// two lanes' loads), and the static shared memory of a block of 4 query rows (the warps' states,
+// 4 x 4 x (d + 2) floats, and the rows' L_s, 4 x kMaxSplits floats) within 48 KiB.
+constexpr bool decode_row_fits(int chunks) {
+  return chunks >= 1 && chunks <= 32 && 32 % chunks == 0;
+}
+struct DecodeFits {
+  template <int kD>
+  static constexpr bool at() {
+    return decode_row_fits(kD / 4) && decode_row_fits(kD / 8) &&
+           sizeof(DecodeShared<4, kD, 4>) + sizeof(float) * 4 * kMaxSplits <= 48 * 1024;
+  }
+};
+static_assert(DecodeHeadDims::all<DecodeFits>(),
+              "a head dim of decode (head_dims.hpp) that its kernel does not hold");
 
 }  // namespace fd::cuda

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "flashdemo/host_device/tiling.hpp"
 #include "flashdemo/impl.hpp"
 #include "flashdemo/params.hpp"
-#include "flashdemo/host_device/tiling.hpp"
 #include "flashdemo/teaching/trace.hpp"
 #include "flashdemo/teaching/variant.hpp"
 
@@ -61,8 +61,9 @@ enum class Pass { fwd, bwd };
 
 // The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc, mma
 // and hopper have theirs fixed at compile time (hopper's 128 x 128, mma's forward 128 x 64, its
-// backward and the others 64 x 64), then capped at n and m as the CPU's are.
-inline TileSizes kernel_tiles(Impl impl, index_t, Pass pass = Pass::fwd) {
+// backward and the others 64 x 64), then capped at n and m as the CPU's are. Each rung's header
+// checks its kernel's tiles against this (static_assert).
+constexpr TileSizes kernel_tiles(Impl impl, index_t, Pass pass = Pass::fwd) {
   if (impl == Impl::hopper) return TileSizes{128, 128};
   return impl == Impl::mma && pass == Pass::fwd ? TileSizes{128, 64} : TileSizes{64, 64};
 }

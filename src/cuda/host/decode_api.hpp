@@ -20,7 +20,8 @@ namespace fd::cuda {
 // Query rows of a block (1 for one row, else groups of 4) and keys per tile (16).
 TileSizes decode_tiles(index_t n);
 
-// d = 64 or 128; bf16, fp16 or fp32 (why = none when the kernel runs the case).
+// A d of DecodeHeadDims (head_dims.hpp); bf16, fp16 or fp32 (why = none when the kernel runs the
+// case). These two: decode_rules.cpp.
 Refusal decode_refuses(index_t d, Precision p);
 
 // What the plan counts as workers: the GPU's SMs times the blocks of the decode kernel (for this

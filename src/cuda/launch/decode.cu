@@ -2,7 +2,7 @@
 // the device (uploaded, or drawn there), the kernel chosen by (element type, d, rows per group),
 // its occupancy for the plan, its timing, and the device-to-device copy it is measured against.
 //   element type E:  float, __nv_bfloat16 or __half (fp32, bf16, fp16)
-//   kernel:          decode_kernel<E, d, R>, d = 64 or 128, R = 1 (n = 1) or 4 query rows
+//   kernel:          decode_kernel<E, d, R>, d of DecodeHeadDims, R = 1 (n = 1) or 4 query rows
 //   grid:            units x S blocks of 128 threads, the S splits of a unit side by side
 //   device draw:     x_i = sqrt(-2 ln u1) cos(2 pi u2), (u1, u2) from splitmix64 of (seed, array,
 //                    i), rounded to E: normal values, not torch.randn's (that is the host's)
@@ -13,6 +13,7 @@
 
 #include "cuda/at_scale/decode.cuh"
 #include "cuda/host/decode_api.hpp"
+#include "cuda/host/head_dims.hpp"
 #include "cuda/launch/device_memory.cuh"
 
 namespace fd::cuda {
@@ -90,15 +91,21 @@ struct Element {
   using type = E;
 };
 
-// Calls f(Element<E>{}, d, R) with the compile-time choices of this case (after the refusal).
+// Calls f(decode_kernel<E, d, R>) with the compile-time choices of this case (after the refusal):
+// E by the precision, d of DecodeHeadDims (head_dims.hpp), R rows per group.
 template <class F>
-auto with_kernel(Precision p, index_t d, index_t n, F&& f) {
+void with_kernel(Precision p, index_t d, index_t n, F&& f) {
   const Refusal no = decode_refuses(d, p);
   if (no) throw CudaError(no.english);
   auto by_d = [&](auto element) {
     using E = typename decltype(element)::type;
-    if (d == 64) return n == 1 ? f(decode_kernel<E, 64, 1>) : f(decode_kernel<E, 64, 4>);
-    return n == 1 ? f(decode_kernel<E, 128, 1>) : f(decode_kernel<E, 128, 4>);
+    with_head_dim(DecodeHeadDims{}, d, [&](auto dim) {
+      constexpr int D = decltype(dim)::value;
+      if (n == 1)
+        f(decode_kernel<E, D, 1>);
+      else
+        f(decode_kernel<E, D, 4>);
+    });
   };
   if (p == Precision::bf16) return by_d(Element<__nv_bfloat16>{});
   if (p == Precision::fp16) return by_d(Element<__half>{});
@@ -174,7 +181,6 @@ DecodeWorkers decode_workers(Precision p, index_t d, index_t n) {
   with_kernel(p, d, n, [&](auto kernel) {
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.blocks_per_sm, kernel, 128, 0),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    return 0;
   });
   return w;
 }
@@ -185,9 +191,10 @@ DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, inde
   const Tiling t = decode_tiling(s, decode_tiles(s.n));
   if (splits < 1 || splits > std::max<index_t>(1, t.Tc()) || splits > kMaxSplits)
     throw CudaError("splits must lie in 1 .. min(the number of key tiles, 128)");
-  return with_kernel(prec, s.d, s.n, [&](auto kernel) {
-    return run_with(s, p, splits, in, heads, warmup, reps, kernel);
-  });
+  DecodeRun run;
+  with_kernel(prec, s.d, s.n,
+              [&](auto kernel) { run = run_with(s, p, splits, in, heads, warmup, reps, kernel); });
+  return run;
 }
 
 CopyBandwidth copy_bandwidth(double bytes, int reps) {

@@ -26,10 +26,10 @@
 #include <nccl.h>
 #endif
 
-#include "cuda/launch/device_memory.cuh"
-#include "cuda/primitives/element.cuh"
 #include "cuda/at_scale/ring.cuh"
 #include "cuda/host/ring_api.hpp"
+#include "cuda/launch/device_memory.cuh"
+#include "cuda/primitives/element.cuh"
 
 namespace fd::cuda {
 namespace {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "cuda/host/cuda_api.hpp"
+#include "cuda/host/rungs_api.hpp"
 #include "cuda/launch/device_memory.cuh"
 #include "cuda/rungs/teaching.cuh"
-#include "cuda/host/rungs_api.hpp"
 
 namespace fd::cuda {
 namespace {

@@ -21,18 +21,33 @@
 //              and the softmax of tile j + 1 runs while O += P_j V_j is on the tensor cores
 // Shared memory (1024-byte aligned): Q 128 x d, K and V 2 stages of 128 x d, as 64-column
 // halves of 128-byte swizzled rows (hopper_ptx.cuh), and 9 mbarriers.
+//
+// Per block, at head dim d (HopperSmem, hopper_consumer_registers):
+//   shared memory  2 bytes x (Q: 128 d + K, V: 2 stages x 2 x 128 d), + 1 KiB alignment
+//                  d = 64: 16 + 64 = 80 KiB;  d = 128: 32 + 128 = 160 KiB
+//   registers      a consumer thread's fp32 accumulators: O d / 2 + S Bc / 2 + P Bc / 4,
+//                  of setmaxnreg's 240: d = 64 128, d = 128 160
+// The groundwork for d = 256: Q 64 KiB + 2 stages x (K + V) 256 KiB = 320 KiB at Bc = 128, over
+// the 227 KiB a block may opt into. It fits with one stage (192 KiB: no copy under the compute)
+// or with Bc = 64 and two stages (Q 64 + 2 x 2 x 32 = 192 KiB, twice the barrier waits per key);
+// its consumer registers, 128 + 64 + 32 = 224 at Bc = 128 (192 at Bc = 64), leave 16 (48) of
+// the 240 for addresses and the softmax; and O += P V needs wgmma m64n256 (issue_pv has n64 and
+// n128) or two n128 halves.
 #pragma once
 
 #include <cstdint>
 
+#include "cuda/host/head_dims.hpp"
+#include "cuda/primitives/fragment.cuh"
 #include "cuda/primitives/hopper_ptx.cuh"
-#include "cuda/rungs/mma.cuh"
 #include "flashdemo/host_device/mask.hpp"
 #include "flashdemo/host_device/tiling.hpp"
 
 namespace fd::cuda {
 
 inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
+// Registers a thread of the producer warpgroup keeps, and of a consumer warpgroup (setmaxnreg).
+inline constexpr int kHopperProducerRegisters = 24, kHopperConsumerRegisters = 240;
 // The overlap steps the rung runs with at each d: the fastest of the four settings measured on
 // the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
 // O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
@@ -60,6 +75,29 @@ struct HopperSmem {
   static constexpr int kBarriers = kV + kHopperStages * kTile;
   static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kHopperStages) + 1024;  // + alignment
 };
+
+// The fp32 accumulators a consumer thread holds through the key loop: O, S and P's A fragments.
+constexpr int hopper_consumer_registers(int d) {
+  return d / 2 + kHopperBc / 2 + kHopperBc / 4;
+}
+
+// Whether the kernel holds head dim D: 64-column halves (TMA boxes, 128-byte swizzle), a wgmma
+// n of d for O += P V (issue_pv), the shared memory and the consumer registers above.
+struct HopperFits {
+  template <int kD>
+  static constexpr bool at() {
+    return (kD == 64 || kD == 128) && HopperSmem<kD>::kBytes <= int(kSmemOptIn) &&
+           hopper_consumer_registers(kD) <= kHopperConsumerRegisters;
+  }
+};
+static_assert(HopperHeadDims::all<HopperFits>(),
+              "a head dim of hopper (head_dims.hpp) that its tiles do not hold");
+static_assert(HopperSmem<256>::kBarriers == 320 * 1024,
+              "hopper at d = 256, Bc = 128, two stages: 320 KiB of tiles");
+static_assert(!HopperFits::at<256>(), "hopper at d = 256 needs the changes written above");
+static_assert(kernel_tiles(Impl::hopper, 64).Br == kHopperBr &&
+                  kernel_tiles(Impl::hopper, 64).Bc == kHopperBc,
+              "the tiles the host says hopper computes (cuda_api.hpp)");
 
 // The turns of the two consumer warpgroups at the tensor cores: before each batch of GEMMs a
 // warpgroup waits for its barrier; after it, it lets the other go. Warpgroup 1 lets 0 go first
@@ -148,7 +186,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   __syncthreads();
 
   if (wg == 0) {  // the producer
-    hopper_ptx::setmaxnreg_dec<24>();
+    hopper_ptx::setmaxnreg_dec<kHopperProducerRegisters>();
     if (threadIdx.x != 0 || J == 0) return;
     hopper_ptx::prefetch_tensor_map(&tmQ), hopper_ptx::prefetch_tensor_map(&tmK);
     hopper_ptx::prefetch_tensor_map(&tmV);
@@ -172,7 +210,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     return;
   }
 
-  hopper_ptx::setmaxnreg_inc<240>();
+  hopper_ptx::setmaxnreg_inc<kHopperConsumerRegisters>();
   const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4, row = c * 64 + warp * 16 + g;  // rows row, row + 8
   Turns<kPingPong> turns{c, int(kOverlap ? J + 1 : 2 * J)};

@@ -20,12 +20,13 @@
 // The atomic dQ adds one product per tile pair; the order in which blocks add is the hardware's,
 // so dQ can differ in its last bits from run to run. The deterministic pass forms S and dP a
 // second time (two more products per pair) but every run is bit-identical. The C fragment of a
-// product is, pair by pair, the A fragment of the next (as in mma.cuh's P V). A row with L = -inf
+// product is, pair by pair, the A fragment of the next (as in tc.cuh's P V). A row with L = -inf
 // (it saw no key) or past n has L2 = +inf here, so its P is exp2(-inf) = 0: zero gradients, no NaN.
 #pragma once
 
 #include <cstdint>
 
+#include "cuda/host/head_dims.hpp"
 #include "cuda/primitives/ptx.cuh"
 #include "cuda/rungs/mma.cuh"
 #include "flashdemo/host_device/mask.hpp"
@@ -361,5 +362,29 @@ template <int kD>
 constexpr std::size_t mma_dq_smem_bytes() {
   return 2 * std::size_t(6 * kBwdTile * kD);
 }
+
+// The fp32 accumulators a thread of the dK/dV kernel holds through its loop: dK and dV of its
+// warp's 16 keys (d / 2 each), S^T (then P^T) and dP^T (then dS^T) of a tile pair (B / 2 each);
+// the dQ kernel holds fewer (dQ d / 2, P and dS).
+constexpr int mma_dkdv_registers(int d) {
+  return d + kBwdTile;
+}
+
+// Whether the backward holds head dim D: tc's rows (whole swizzle groups), its shared memory and
+// registers. At d = 64: dK/dV 57 KiB (with the atomic dQ's dS^T tile), dQ 48 KiB, 128 registers;
+// at d = 128: 105 KiB, 96 KiB, 192 registers; d = 256 would take 201 KiB, 192 KiB and 320
+// registers, over the 255 a thread has.
+struct MmaBackwardFits {
+  template <int kD>
+  static constexpr bool at() {
+    return kD % 64 == 0 && mma_dkdv_smem_bytes<kD, true>() <= kSmemOptIn &&
+           mma_dq_smem_bytes<kD>() <= kSmemOptIn && mma_dkdv_registers(kD) <= kMaxRegisters;
+  }
+};
+static_assert(MmaBackwardHeadDims::all<MmaBackwardFits>(),
+              "a head dim of mma's backward (head_dims.hpp) that its tiles do not hold");
+static_assert(kernel_tiles(Impl::mma, 64, Pass::bwd).Br == kBwdTile &&
+                  kernel_tiles(Impl::mma, 64, Pass::bwd).Bc == kBwdTile,
+              "the tiles the host says mma's backward computes (cuda_api.hpp)");
 
 }  // namespace fd::cuda

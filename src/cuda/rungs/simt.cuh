@@ -13,8 +13,15 @@
 //   O = alpha O + P V_j: for each key c, one float4 of P^T and d / 64 float4s of V feed
 //                    4 d / 16 fused multiply-adds
 // and O_i = O / l, L_i = m2 ln 2 + log l at the end.
+//
+// Per block, at head dim d (simt_smem_bytes, simt_registers):
+//   shared memory  4 bytes x (Q^T 64 d + K^T, then V: 64 d + P^T 64 x 68)
+//                  d = 64 49 KiB, d = 128 81 KiB (d = 256 would take 145 KiB)
+//   registers      fp32 accumulators a thread holds through the key loop, O 4 d / 16 + S 16:
+//                  d = 64 32, d = 128 48 (d = 256 80) of 255
 #pragma once
 
+#include "cuda/host/head_dims.hpp"
 #include "cuda/host/rungs_api.hpp"
 #include "flashdemo/host_device/mask.hpp"
 #include "flashdemo/host_device/online_softmax.hpp"
@@ -173,5 +180,25 @@ constexpr std::size_t simt_smem_bytes() {
   return sizeof(float) *
          std::size_t(kD * SimtShape::Br + kD * SimtShape::Bc + SimtShape::Bc * SimtShape::kLd);
 }
+
+// The fp32 accumulators a thread holds through the key loop: its 4 x d/16 of O and 4 x 4 of S.
+constexpr int simt_registers(int d) {
+  return 4 * d / 16 + 16;
+}
+
+// Whether the kernel holds head dim D: d / 64 float4 columns of O per thread (and 16-byte loads),
+// the shared memory and the registers above.
+struct SimtFits {
+  template <int kD>
+  static constexpr bool at() {
+    return kD % 64 == 0 && simt_smem_bytes<kD>() <= kSmemOptIn &&
+           simt_registers(kD) <= kMaxRegisters;
+  }
+};
+static_assert(SimtHeadDims::all<SimtFits>(),
+              "a head dim of simt (head_dims.hpp) that its tiles do not hold");
+static_assert(kernel_tiles(Impl::simt, 64).Br == SimtShape::Br &&
+                  kernel_tiles(Impl::simt, 64).Bc == SimtShape::Bc,
+              "the tiles the host says simt computes (cuda_api.hpp)");
 
 }  // namespace fd::cuda

@@ -1,0 +1,120 @@
+// hopper.cu — launching the rung `hopper` (hopper.cuh): bf16 or fp16 in, TMA tensor maps of Q, K
+// and V made once with the problem (boxes of 64 columns, 128-byte swizzled), 384 threads per block
+// of 128 x 128 tiles, hopper_forward_kernel<E, d, ping_pong, overlap> for each d of HopperHeadDims
+// (head_dims.hpp), with the overlap steps of HopperDefaults<d> unless told, and its tracing
+// instance. An sm_90 GPU only (the kernel is sm_90a code).
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "cuda/host/head_dims.hpp"
+#include "cuda/launch/rung_problem.cuh"
+#include "cuda/rungs/hopper.cuh"
+
+namespace fd::cuda {
+namespace {
+
+// A tensor map of X (heads x rows x d elements of E, row-major) for TMA: boxes of `box_rows` rows
+// x 64 columns of one head, 128-byte swizzled, rows past `rows` read as zeros. The driver's
+// encoder is reached through the runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
+template <class E>
+CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int box_rows) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                           &found),
+          "cudaGetDriverEntryPointByVersion");
+    if (!fn || found != cudaDriverEntryPointSuccess)
+      throw CudaError("the driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 or later)");
+    return reinterpret_cast<Encode>(fn);
+  }();
+  CUtensorMap map{};
+  // (a tensor with no rows still needs a dimension of 1: no block reads it, J = 0 there)
+  const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
+  const cuuint64_t dims[3] = {cuuint64_t(d), extent, cuuint64_t(heads)};
+  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), extent * cuuint64_t(d) * sizeof(E)};
+  const cuuint32_t box[3] = {64, cuuint32_t(box_rows), 1}, unit[3] = {1, 1, 1};
+  const CUresult r = encode(&map,
+                            std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                            3, const_cast<E*>(X), dims, strides, box, unit,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
+  return map;
+}
+
+// The rung hopper runs on sm_90 only (its kernel is built for sm_90a).
+void require_hopper() {
+  int dev = 0, major = 0, minor = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
+        "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev),
+        "cudaDeviceGetAttribute");
+  if (major != 9 || minor != 0)
+    throw CudaError("--impl hopper needs a Hopper GPU (compute capability 9.0); this one is " +
+                    std::to_string(major) + "." + std::to_string(minor));
+}
+
+template <class E, int kD>
+void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
+  const HopperArgs<E> a{p.O.ptr, p.L.ptr, p.s.n, p.s.m, p.tiling, p.mask, p.scale2, p.trace.view()};
+  constexpr std::size_t bytes = HopperSmem<kD>::kBytes;
+  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
+  auto run = [&](auto kernel) {
+    allow_smem(kernel, bytes);
+    kernel<<<grid, kHopperThreads, bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
+  };
+  using Defaults = HopperDefaults<kD>;
+  if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
+  if (steps.overlap < 0) steps.overlap = Defaults::overlap;
+  if (a.trace.computed)  // the tracing kernel: the rung's own steps
+    run(hopper_forward_kernel<E, kD, Defaults::ping_pong, Defaults::overlap, true>);
+  else if (steps.ping_pong && steps.overlap)
+    run(hopper_forward_kernel<E, kD, true, true, false>);
+  else if (steps.ping_pong)
+    run(hopper_forward_kernel<E, kD, true, false, false>);
+  else if (steps.overlap)
+    run(hopper_forward_kernel<E, kD, false, true, false>);
+  else
+    run(hopper_forward_kernel<E, kD, false, false, false>);
+}
+
+}  // namespace
+
+// hopper's three tensor maps, made once with the problem (none for the other rungs).
+template <class E>
+HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V) {
+  if constexpr (std::is_same_v<E, float>) {
+    return {};
+  } else {
+    if (rung != Impl::hopper || s.heads() == 0 || s.n == 0) return {};  // (nothing launched)
+    require_hopper();
+    return {tensor_map(Q, s.heads(), s.n, s.d, kHopperBr),
+            tensor_map(K, s.heads(), s.m, s.d, kHopperBc),
+            tensor_map(V, s.heads(), s.m, s.d, kHopperBc)};
+  }
+}
+
+template <class E>
+void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
+  if (!with_head_dim(HopperHeadDims{}, p.s.d,
+                     [&](auto dim) { launch_hopper_d<E, decltype(dim)::value>(p, steps); }))
+    no_kernel(Impl::hopper, p.s.d);
+}
+
+template HopperMaps hopper_maps(Impl, const Shape&, const float*, const float*, const float*);
+template HopperMaps hopper_maps(Impl, const Shape&, const __nv_bfloat16*, const __nv_bfloat16*,
+                                const __nv_bfloat16*);
+template HopperMaps hopper_maps(Impl, const Shape&, const __half*, const __half*, const __half*);
+template void launch_hopper(const DeviceProblem<__nv_bfloat16>&, HopperSteps);
+template void launch_hopper(const DeviceProblem<__half>&, HopperSteps);
+
+}  // namespace fd::cuda

@@ -1,0 +1,156 @@
+// rung_problem.cuh — what the launches of the rungs above the teaching kernel share (ladder.cu and
+// a launch file per rung: simt.cu, tc.cu, mma.cu, hopper.cu): one rung's problem on the device
+// (Q, K, V uploaded once in the rung's element type E, O and L, head 0's trace buffers, hopper's
+// tensor maps), the shared-memory opt-in, and each rung's launcher, whose kernel is chosen by d
+// from the rung's list (head_dims.hpp).
+//   element type E:  simt float;  tc, mma and hopper __nv_bfloat16 or __half (variant.p_in)
+//   grid:            (Tr, b h), causal query tiles longest first;  L_lo = 0 (L is fp32)
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <string>
+#include <vector>
+
+#include "cuda/host/rungs_api.hpp"
+#include "cuda/launch/device_memory.cuh"
+#include "cuda/primitives/element.cuh"
+
+namespace fd::cuda {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// The trace buffers of head 0 (allocated only when traced).
+struct TraceBuffers {
+  std::size_t tiles, slots, rows;
+  DeviceArray<char> computed;
+  DeviceArray<float> m_old, m_new, alpha, l, final_m, final_l;
+  TraceBuffers(const Tiling& t, bool on)
+      : tiles(on ? std::size_t(t.Tr() * t.Tc()) : 0),
+        slots(tiles * std::size_t(t.Br)),
+        rows(on ? std::size_t(t.n) : 0),
+        computed(tiles),
+        m_old(slots),
+        m_new(slots),
+        alpha(slots),
+        l(slots),
+        final_m(rows),
+        final_l(rows) {
+    if (tiles) check(cudaMemset(computed.ptr, 0, tiles), "cudaMemset");
+  }
+  RungTrace view() const {
+    if (!tiles) return {};
+    return {computed.ptr, m_old.ptr, m_new.ptr, alpha.ptr, l.ptr, final_m.ptr, final_l.ptr};
+  }
+  void download(const Tiling& t, KernelTrace* out) const {
+    out->tiling = t;
+    out->computed.assign(tiles, 0);
+    computed.download(out->computed.data());
+    out->m_old = m_old.to_doubles(), out->m_new = m_new.to_doubles();
+    out->alpha = alpha.to_doubles(), out->l = l.to_doubles();
+    out->final_m = final_m.to_doubles(), out->final_l = final_l.to_doubles();
+  }
+};
+
+// hopper's three tensor maps, made once with the problem (none for the other rungs; hopper.cu).
+struct HopperMaps {
+  CUtensorMap Q{}, K{}, V{};
+};
+template <class E>
+HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V);
+
+// One rung's problem on the device: Q, K, V uploaded once in E, O and L allocated (and for
+// hopper, its tensor maps of Q, K, V).
+template <class E>
+struct DeviceProblem {
+  Shape s;
+  Impl impl;
+  Tiling tiling;
+  Mask mask;
+  float scale, scale2;  // scale, and scale * log2(e)
+  DeviceArray<E> Q, K, V, O;
+  DeviceArray<float> L;
+  TraceBuffers trace;
+  HopperMaps maps;
+
+  template <class T>
+  DeviceProblem(const Shape& shape, const AttnParams& params, Impl rung, const T* q, const T* k,
+                const T* v, bool traced)
+      : s(shape),
+        impl(rung),
+        tiling{s.n, s.m, kernel_tiles(rung, s.d).Br, kernel_tiles(rung, s.d).Bc},
+        mask(params.mask_for(s.n, s.m)),
+        scale(float(params.scale_for(s.d))),
+        scale2(scale * kLog2e),
+        Q(converted(q, s.heads() * s.n * s.d).data(), std::size_t(s.heads() * s.n * s.d)),
+        K(converted(k, s.heads() * s.m * s.d).data(), std::size_t(s.heads() * s.m * s.d)),
+        V(converted(v, s.heads() * s.m * s.d).data(), std::size_t(s.heads() * s.m * s.d)),
+        O(std::size_t(s.heads() * s.n * s.d)),
+        L(std::size_t(s.heads() * s.n)),
+        trace(tiling, traced),
+        maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr)) {}
+
+  template <class T>
+  static std::vector<E> converted(const T* x, index_t count) {
+    std::vector<E> out(static_cast<std::size_t>(count));
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = to_element<E>(float(x[k]));
+    return out;
+  }
+};
+
+// The backward's arrays on the device, beside a forward's problem (Q, K, V already there): dO
+// in E, D and the gradients in fp32, and the backward's own tiling (mma's: 64 x 64).
+template <class E>
+struct BackwardArrays {
+  Tiling tiling;
+  DeviceArray<E> dO;
+  DeviceArray<float> D, dQ, dK, dV;
+  BackwardArrays(const DeviceProblem<E>& p, const std::vector<E>& dO_host)
+      : tiling{p.s.n, p.s.m, kernel_tiles(Impl::mma, p.s.d, Pass::bwd).Br,
+               kernel_tiles(Impl::mma, p.s.d, Pass::bwd).Bc},
+        dO(dO_host.data(), dO_host.size()),
+        D(std::size_t(p.s.heads() * p.s.n)),
+        dQ(p.Q.count),
+        dK(p.K.count),
+        dV(p.K.count) {}
+};
+
+// Raises a kernel's dynamic shared-memory limit to what it needs, or says why it cannot run.
+template <class Kernel>
+void allow_smem(Kernel kernel, std::size_t bytes) {
+  if (bytes > smem_limit())
+    throw CudaError("the rung needs " + std::to_string(bytes / 1024) +
+                    " KB of shared memory, more than this GPU's " +
+                    std::to_string(smem_limit() / 1024) + " KB");
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+        "cudaFuncSetAttribute");
+}
+
+// A d the rung has no kernel for (refuses() says so before any launch: not reached).
+[[noreturn]] inline void no_kernel(Impl rung, index_t d) {
+  throw CudaError(std::string("--impl ") + impl_name(rung) +
+                  " has no kernel for d = " + std::to_string(d));
+}
+
+// Which of hopper's overlap steps are on; unset, the rung's own choice at that d.
+struct HopperSteps {
+  int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
+};
+
+// One forward of the problem on each rung (p.tiling.Tr() > 0, p.s.heads() > 0), the kernel
+// chosen by p.s.d from the rung's list, the tracing kernel when p.trace is on.
+void launch_simt(const DeviceProblem<float>& p);  // simt.cu
+template <class E>
+void launch_tc(const DeviceProblem<E>& p);  // tc.cu
+template <class E>
+void launch_mma(const DeviceProblem<E>& p);  // mma.cu
+template <class E>
+void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps);  // hopper.cu
+// mma's backward (O and L already in p; m > 0): D, then dK and dV with dQ by atomics or, when
+// deterministic, in its own pass (mma.cu).
+template <class E>
+void launch_mma_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic);
+
+}  // namespace fd::cuda
