@@ -52,7 +52,7 @@ struct HeadDims {
   }
 };
 
-// Calls f(std::integral_constant<int, D>{}) for the D of the list equal to d; false when none is.
+// Calls f(std::integral_constant<int, kD>{}) for the kD of the list equal to d; false when none is.
 template <int... Ds, class F>
 bool with_head_dim(HeadDims<Ds...>, index_t d, F&& f) {
   return ((d == Ds ? (f(std::integral_constant<int, Ds>{}), true) : false) || ...);

@@ -100,11 +100,11 @@ void with_kernel(Precision p, index_t d, index_t n, F&& f) {
   auto by_d = [&](auto element) {
     using E = typename decltype(element)::type;
     with_head_dim(DecodeHeadDims{}, d, [&](auto dim) {
-      constexpr int D = decltype(dim)::value;
+      constexpr int kD = decltype(dim)::value;
       if (n == 1)
-        f(decode_kernel<E, D, 1>);
+        f(decode_kernel<E, kD, 1>);
       else
-        f(decode_kernel<E, D, 4>);
+        f(decode_kernel<E, kD, 4>);
     });
   };
   if (p == Precision::bf16) return by_d(Element<__nv_bfloat16>{});
