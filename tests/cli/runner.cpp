@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -156,6 +157,22 @@ std::vector<std::string> listed_subcommands() {
       out.push_back(words(line)[0]);
   }
   return out;
+}
+
+void check_every_subcommand(const std::vector<std::string>& commands,
+                            const std::map<std::string, std::string>& elsewhere) {
+  const std::vector<std::string> listed = listed_subcommands();
+  REQUIRE_FALSE(listed.empty());
+  for (const std::string& name : listed) {
+    bool run_here = false;
+    for (const std::string& cmd : commands) run_here = run_here || words(cmd).front() == name;
+    INFO("subcommand " << name << ": neither run here nor said to be covered elsewhere");
+    CHECK((run_here || elsewhere.count(name) == 1));
+  }
+  for (const auto& [name, why] : elsewhere) {
+    INFO(name << " (" << why << ") is not a subcommand of flashdemo --help");
+    CHECK(std::find(listed.begin(), listed.end(), name) != listed.end());
+  }
 }
 
 }  // namespace cli

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,12 @@ bool gpu_here();
 // The program's own list of subcommands, the one source of every list of them in these tests:
 // the names of the "Subcommands:" section of the top-level --help, in its order.
 std::vector<std::string> listed_subcommands();
+
+// A list of runs said to cover "every subcommand" checked against the program's own list: each
+// listed subcommand is the first word of one of `commands` or a key of `elsewhere` (whose value
+// says where, or why not, it is covered), and each key of `elsewhere` is a listed subcommand. A new
+// subcommand that such a list has not reached fails here, named.
+void check_every_subcommand(const std::vector<std::string>& commands,
+                            const std::map<std::string, std::string>& elsewhere);
 
 }  // namespace cli

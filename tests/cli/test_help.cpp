@@ -28,16 +28,15 @@ std::vector<std::string> example_lines(const std::string& help) {
 TEST_CASE("every subcommand's --help shows its own examples, in English and Chinese") {
   const std::vector<std::string> app_examples = example_lines(run("--help").out);
   REQUIRE_FALSE(app_examples.empty());
-  for (const char* sub : {"softmax", "forward", "backward", "memory", "check", "bench", "ladder",
-                          "decode", "walkthrough", "info", "manpage", "completion"}) {
+  for (const std::string& sub : listed_subcommands()) {  // the program's own list
     for (const char* lang : {"en", "zh"}) {
-      const Run help = run(std::string(sub) + " --help --lang " + lang);
+      const Run help = run(sub + " --help --lang " + lang);
       INFO(sub << " " << lang << "\n" << help.out);
       CHECK(help.code == 0);
       const auto examples = example_lines(help.out);
       CHECK(examples.size() >= 2);
       for (const std::string& line : examples) {
-        CHECK(has(line + " ", std::string("flashdemo ") + sub + " "));
+        CHECK(has(line + " ", "flashdemo " + sub + " "));
         CHECK(columns(line) <= 100);
       }
       if (std::string(lang) == "en") CHECK(examples != app_examples);

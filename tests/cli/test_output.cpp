@@ -13,14 +13,23 @@ using namespace cli;
 
 TEST_CASE("--json on every subcommand prints JSON Lines only") {
   write_inputs(12, 12, 3);
-  const char* commands[] = {"softmax",
-                            "forward --causal",
-                            "backward --causal",
-                            "memory",
-                            "check --q in_q.npy --k in_k.npy --v in_v.npy --o in_q.npy",
-                            "walkthrough --section memory"};
-  for (const char* cmd : commands) {
-    const Run r = run(std::string(cmd) + " --json");
+  const std::vector<std::string> commands = {
+      "softmax",
+      "forward --causal",
+      "backward --causal",
+      "memory",
+      "check --q in_q.npy --k in_k.npy --v in_v.npy --o in_q.npy",
+      "walkthrough --section memory",
+      "info",
+      "bench --n 64 --d 16 --reps 1",
+      "decode --m 1000 --d 16 --threads 2 --reps 1",
+      "ring --n 16 --d 8 --ranks 2"};
+  check_every_subcommand(commands,
+                         {{"ladder", "GPU kernels only: tests/json_schema_test.py, with a GPU"},
+                          {"completion", "prints a shell script, no events"},
+                          {"manpage", "prints roff, no events"}});
+  for (const std::string& cmd : commands) {
+    const Run r = run(cmd + " --json");
     INFO("command: " << cmd << " stderr: " << r.err);
     CHECK((r.code == 0 || r.code == 1));
     CHECK_FALSE(json_lines(r.out).empty());
@@ -103,6 +112,11 @@ TEST_CASE("every line of every subcommand fits 100 display columns, in English a
                                              "ring --n 64 --d 8",
                                              "ring --n 64 --d 8 --ranks 3 --causal --pass bwd",
                                              "ring --n 40 --m 30 --d 4 --layout contiguous"};
+  check_every_subcommand(
+      commands, {{"walkthrough", "every screen, both languages: test_walkthrough.cpp"},
+                 {"ladder", "GPU kernels only: without a GPU one line on stderr (test_ladder.cpp)"},
+                 {"completion", "a shell script, read by the shell, not a terminal"},
+                 {"manpage", "roff, laid out by man (test_completion.cpp)"}});
   for (const char* lang : {"en", "zh"})
     for (const std::string& cmd : commands) {
       const Run r = run(cmd + " --lang " + lang);
