@@ -1,6 +1,5 @@
 // test_decode.cpp — flashdemo decode: split-KV attention; options, refusals, the plan, the merge,
-// JSON;
-// --device cuda's refusals.
+// JSON; --device cuda's refusals.
 #include <doctest/doctest.h>
 
 #include <string>
