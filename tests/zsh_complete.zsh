@@ -1,7 +1,7 @@
 #!/bin/zsh -f
 # zsh_complete.zsh — what zsh's completion offers for a command line, with flashdemo's _flashdemo
 # loaded from DIR: one candidate per line. Usage: zsh -f zsh_complete.zsh DIR 'flashdemo --lang '
-# (tests/cli/test_cli.cpp). An interactive zsh in a pseudo-terminal (zsh/zpty) runs compinit,
+# (tests/cli/test_completion.cpp). An interactive zsh in a pseudo-terminal (zsh/zpty) runs compinit,
 # records every candidate compadd is given, and completes the line typed into it.
 zmodload zsh/zpty || exit 77
 zpty z zsh -f -i

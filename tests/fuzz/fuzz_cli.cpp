@@ -11,7 +11,7 @@
 // Skipped inputs, so that a run stays quick and inside the scratch directory: an absolute path or
 // one through '..' (the fuzzer runs as whatever user CI is), a number of four or more digits or
 // in hex, binary or octal notation (a size the tool accepts would be slow, not wrong;
-// tests/cli/test_cli.cpp covers the huge and negative ones), and `bench` (it times).
+// tests/cli/test_usage.cpp covers the huge and negative ones), and `bench` (it times).
 // Build: cmake -DFLASHDEMO_FUZZ=ON with clang; run it in a scratch directory holding a few .npy
 // files (.ci/run copies tests/fuzz/files): build/fuzz/fuzz_cli tests/fuzz/corpus/cli
 #include <fcntl.h>

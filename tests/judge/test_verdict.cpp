@@ -1,33 +1,15 @@
-// test_verdict.cpp — the verdict of a run (verdict.hpp) and the 2x rule under it (compare.hpp):
+// test_verdict.cpp — the verdict of a run (verdict.hpp; the 2x rule under it is test_compare.cpp):
 // right answers pass, wrong ones fail, no yardstick is never a pass, heads fold to the worst.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "flashdemo/teaching/flash_backward.hpp"
-#include "flashdemo/teaching/flash_forward.hpp"
 #include "flashdemo/io/random.hpp"
 #include "flashdemo/judge/verdict.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
+#include "flashdemo/teaching/flash_forward.hpp"
 
 using namespace fd;
-
-TEST_CASE("the 2x rule: bound = 2 naive + floor, inclusive; no finite yardstick, no verdict") {
-  const double floor32 = rule_floor(Precision::fp32);
-  CHECK(floor32 == kAbsSlack);
-  CHECK(rule_floor(Precision::fp64) == kAbsSlack64);
-  CHECK(rule_floor(Precision::fp32, 1e3) == doctest::Approx(4 * 0x1p-24 * 1e3));  // 4 u R
-  const double naive = 3e-7, bound = 2 * naive + floor32;
-  CHECK(apply_rule(Precision::fp32, bound, naive).outcome == Outcome::pass);
-  CHECK(apply_rule(Precision::fp32, std::nextafter(bound, 1.0), naive).outcome == Outcome::fail);
-  CHECK(apply_rule(Precision::fp32, 0, naive).bound == doctest::Approx(bound));
-  CHECK(apply_rule(Precision::fp32, INFINITY, naive).outcome == Outcome::fail);
-  CHECK(apply_rule(Precision::bf16, 1e-9, INFINITY).outcome == Outcome::no_verdict);
-  CHECK(apply_rule(Precision::bf16, 0, NAN).outcome == Outcome::no_verdict);
-  // abs_error: equal infinities (a row that sees no key) agree; NaN never does.
-  CHECK(abs_error<double>(-INFINITY, -INFINITY) == 0);
-  CHECK(abs_error<double>(NAN, 1.0) == INFINITY);
-  CHECK(abs_error<double>(INFINITY, 1.0) == INFINITY);
-}
 
 TEST_CASE("a run's outcome: any used fail fails, then no verdict, never a pass without a bound") {
   const RuleVerdict pass{Outcome::pass, 1e-7, 1e-7, 1e-6, 1e-6};

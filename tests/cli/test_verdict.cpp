@@ -1,0 +1,59 @@
+// test_verdict.cpp — one judge, one exit-code policy on every subcommand: merges through L (decode,
+// ring) pass at large scales, a verdict that is not a pass exits 1, no NaN is saved or passed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "flashdemo/attention.hpp"
+#include "flashdemo/io/npy.hpp"
+#include "flashdemo/io/random.hpp"
+#include "runner.hpp"
+
+using namespace cli;
+
+// One judge, one exit-code policy (issue 28, section 2 and 3): a verdict that is not a pass exits 1
+// on every subcommand; merges through L pass their own rule at any scale; nothing non-finite made
+// from finite inputs is written or shown beside a pass.
+TEST_CASE("the verdict: merges pass at large scales, FAIL exits 1, no NaN is saved or passed") {
+  for (const char* dtype : {"fp64", "fp32"}) {
+    for (const char* scale : {"3", "10", "60"}) {
+      const std::string tail = std::string(" --scale ") + scale + " --dtype " + dtype;
+      const Run d = run("decode --m 300 --splits 3 --threads 2 --reps 1 --quiet" + tail);
+      INFO(tail << "\n" << d.out << d.err);
+      CHECK(d.code == 0);
+      const Run r = run("ring --n 96 --ranks 4 --pass bwd --causal --quiet" + tail);
+      INFO(r.out << r.err);
+      CHECK(r.code == 0);
+    }
+  }
+  // --break: the FAIL is the lesson (exit 0); the D that no-d drops is shown, not judged.
+  const Run br = run("backward --break no-d --trace none");
+  CHECK(br.code == 0);
+  CHECK(has(br.out, "FAIL"));
+  CHECK(has(br.out, "not used in this run"));
+  const Run bj = run("backward --break no-d --json");
+  CHECK(has(bj.out, "\"verdict_D\":\"not used\""));
+  // softmax in fp64: draws beyond fp64 are refused up front, never printed as m = inf.
+  const Run sm = run("softmax --dtype fp64 --scale 1e308");
+  CHECK(sm.code == 2);
+  CHECK(sm.out.empty());
+  CHECK(has(sm.err, "x = randn * --scale"));
+  // fp32 dot products that overflow although every input fits: exit 1, nothing written.
+  write_inputs(12, 12, 4);
+  fd::Mat<double> q = fd::TorchGenerator(9).randn_matrix<double>(12, 4);
+  q(3, 1) = 3.0e38;
+  q(3, 2) = 3.0e38;
+  fd::write_npy("in_qbig.npy", q);
+  std::filesystem::remove("out_nan_o.npy");
+  const Run ov =
+      run("forward --q in_qbig.npy --k in_k.npy --v in_v.npy --dtype fp32 --trace none"
+          " --save-o out_nan_o.npy --save-lse out_nan_l.npy");
+  INFO(ov.out << ov.err);
+  CHECK(ov.code != 0);
+  CHECK_FALSE(std::filesystem::exists("out_nan_o.npy"));
+  CHECK_FALSE(std::filesystem::exists("out_nan_l.npy"));
+  CHECK_FALSE(has(ov.out, ": pass"));
+  CHECK(std::count(ov.err.begin(), ov.err.end(), '\n') == 1);
+}
