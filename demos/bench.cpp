@@ -67,15 +67,13 @@ std::string names_on(Device device) {
   return names;
 }
 
-struct BenchOptions {
+struct BenchOptions : ProblemShape {  // b, h, n, m (0: n), d, causal
   Device device = Device::cpu;
   const Timed* timed = nullptr;  // --impl; nullptr: default_timed(device)
   DType dtype = DType::fp32;
-  index_t b = 1, h = 1, n = 1024, m = 0, d = 64;
-  bool causal = false, deterministic = false;
+  bool deterministic = false;
   bench::Pass pass = bench::Pass::fwd;
   index_t threads = 1, reps = 0, warmup = 3;  // reps 0: 20 on the GPU, 5 on the CPU
-  index_t keys() const { return m ? m : n; }
   const Timed& what() const { return timed ? *timed : *default_timed(device); }
   Impl impl() const { return what().impl; }
   Yardstick yardstick() const { return what().yardstick; }
@@ -242,13 +240,8 @@ void setup_bench(CLI::App& app) {
   add_choice<const Timed*>(sub, "--impl", o->timed, names, ui::tr(Msg::bench_opt_impl))
       ->default_str("tiled cpu, teaching cuda");
   add_dtype(sub, o->dtype, true)->default_str("fp32");
-  const index_t big = index_t(1) << 24;
-  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
-  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
-  add_count(sub, "--n", o->n, ui::tr(Msg::opt_n), big);
-  add_count(sub, "--m", o->m, ui::tr(Msg::opt_m), big)->default_str("n");
-  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
-  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_shape(sub, *o, kBatched);
+  add_causal(sub, *o);
   add_pass(sub, o->pass, ui::tr(Msg::bench_opt_pass));
   add_count(sub, "--threads", o->threads, ui::tr(Msg::bench_opt_threads), 1024);
   add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000)

@@ -1,8 +1,8 @@
 // decode.cpp — `flashdemo decode`: split-KV attention ("flash-decoding") on the CPU. The library
-// (flashdemo/at_scale/split_kv.hpp) plans the splits, computes them on OpenMP threads and merges them
-// (online_softmax.hpp: merge_splits); this file prints the problem, the plan, the splits and their
-// L_s, the merge of the first rows, the verdict against the reference (compare.hpp: the 2x rule),
-// and the timing of S splits and of S = 1 beside a parallel read of as many bytes
+// (flashdemo/at_scale/split_kv.hpp) plans the splits, computes them on OpenMP threads and merges
+// them (online_softmax.hpp: merge_splits); this file prints the problem, the plan, the splits and
+// their L_s, the merge of the first rows, the verdict against the reference (compare.hpp: the 2x
+// rule), and the timing of S splits and of S = 1 beside a parallel read of as many bytes
 // (benchmark.hpp: time_loop, read_bandwidth). --device cuda runs on the GPU (decode_gpu.cpp),
 // printing the same parts (decode_parts.hpp).
 // --json: one `decode_split` object per split, then one `result` (docs/trace-format.md, section
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "common.hpp"
-#include "flashdemo/tools/benchmark.hpp"
-#include "flashdemo/judge/compare.hpp"
-#include "flashdemo/host_device/online_softmax.hpp"
-#include "flashdemo/reference/reference.hpp"
 #include "flashdemo/at_scale/split_kv.hpp"
+#include "flashdemo/host_device/online_softmax.hpp"
+#include "flashdemo/judge/compare.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
 #include "ui/output.hpp"
@@ -436,16 +436,12 @@ void setup_decode(CLI::App& app) {
   add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      ui::tr(Msg::decode_opt_device))
       ->default_str("cpu");
-  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
-  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
-  add_count(sub, "--n", o->n, ui::tr(Msg::decode_opt_n), big);
-  add_count(sub, "--m", o->m, ui::tr(Msg::decode_opt_m), big);
-  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  add_shape(sub, *o, decoding::kDecodeShape);
   add_count(sub, "--splits", o->splits, ui::tr(Msg::decode_opt_splits), big)->default_str("auto");
   add_count(sub, "--threads", o->threads, ui::tr(Msg::decode_opt_threads), 1024)
       ->default_str("all");
   add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");
-  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_causal(sub, *o);
   add_choice<CausalAlign>(
       sub, "--causal-align", o->align,
       {{"bottom-right", CausalAlign::bottom_right}, {"top-left", CausalAlign::top_left}},

@@ -1,7 +1,8 @@
 // ring.cpp — `flashdemo ring`: context-parallel (ring) attention on the CPU or on GPUs. The library
-// (flashdemo/at_scale/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0; the ranks
-// are MPI processes when mpirun started this one and the build has MPI (src/mpi/mpi_ring.hpp),
-// else threads of this process (ring_transport.hpp: InProcessRing), and the text says which.
+// (flashdemo/at_scale/ring.hpp) makes the schedule, runs each rank's steps and gathers on rank 0;
+// the ranks are MPI processes when mpirun started this one and the build has MPI
+// (src/mpi/mpi_ring.hpp), else threads of this process (ring_transport.hpp: InProcessRing), and the
+// text says which.
 // --device cuda (cuda/host/ring_api.hpp): one GPU per rank, local rank r on GPU r of its node, the
 // blocks passed by NCCL under mpirun; without mpirun one rank on GPU 0. This file checks the
 // options (the same on every rank, before MPI starts, so all refuse together; whether each rank
@@ -26,11 +27,11 @@
 #include "common.hpp"
 #include "cuda/host/ring_api.hpp"
 #include "device.hpp"
-#include "flashdemo/tools/benchmark.hpp"
-#include "flashdemo/judge/compare.hpp"
-#include "flashdemo/reference/reference.hpp"
 #include "flashdemo/at_scale/ring.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/judge/verdict.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "mpi/mpi_ring.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
@@ -49,11 +50,10 @@ constexpr index_t kShownRanks = 8, kShownSteps = 8;  // the text's grid
 enum class Layout { automatic, contiguous, zigzag };
 enum class Device { cpu, cuda };
 
-struct RingOptions {
-  index_t n = 1024, m = 0, d = 64;  // m = 0: n
-  index_t ranks = 0;                // 0: mpirun's processes, else 4 (--device cuda: 1)
+struct RingOptions : ProblemShape {  // n, m (0: n), d, causal
+  index_t ranks = 0;                 // 0: mpirun's processes, else 4 (--device cuda: 1)
   DType dtype = DType::fp32;
-  bool causal = false, causal_implied = false;
+  bool causal_implied = false;
   CausalAlign align = CausalAlign::top_left;
   Layout layout = Layout::automatic;
   bench::Pass pass = bench::Pass::fwd;
@@ -61,7 +61,6 @@ struct RingOptions {
   std::uint32_t seed = 0;
   std::optional<double> scale;
 
-  index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   RingLayout ring_layout() const {
     if (layout == Layout::automatic) return causal ? RingLayout::zigzag : RingLayout::contiguous;
@@ -555,13 +554,11 @@ void run_ring(const RingOptions& o) {
 void setup_ring(CLI::App& app) {
   auto o = std::make_shared<RingOptions>();
   CLI::App* sub = app.add_subcommand("ring", ui::tr(Msg::ring_help));
-  add_count(sub, "--n", o->n, ui::tr(Msg::ring_opt_n), kMaxSize);
-  add_count(sub, "--m", o->m, ui::tr(Msg::ring_opt_m), kMaxSize)->default_str("n");
-  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  add_shape(sub, *o, {false, kMaxSize, 256, Msg::ring_opt_n, Msg::ring_opt_m});
   add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRanks)
       ->default_str("4 (cuda: 1), or mpirun's");
   add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");
-  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_causal(sub, *o);
   add_align(sub, o->align, o->causal, o->causal_implied);
   add_choice<Layout>(
       sub, "--layout", o->layout,
