@@ -9,11 +9,12 @@
 #include <fstream>
 #include <thread>
 
-#include "flashdemo/judge/compare.hpp"
+#include "device.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
+#include "flashdemo/host_device/precision.hpp"
 #include "flashdemo/io/file_io.hpp"
 #include "flashdemo/io/npy.hpp"
-#include "flashdemo/host_device/precision.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "ui/format.hpp"
 #include "ui/json_trace.hpp"
 #include "ui/mistakes.hpp"
@@ -95,16 +96,14 @@ RunFiles run_files(const AttentionOptions& o) {
 }  // namespace
 
 void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which) {
-  add_count(sub, "--n", o.n, tr(Msg::opt_n), kMaxSize);
-  add_count(sub, "--m", o.m, tr(Msg::opt_m), kMaxSize)->default_str("n");
-  add_count(sub, "--d", o.d, tr(Msg::opt_d), index_t(1) << 16);
+  add_shape(sub, o, kOneHead);
   add_count(sub, "--block-q", o.Br, tr(Msg::opt_block_q), kMaxSize)->each([&o](const std::string&) {
     o.tiles_given = o.br_given = true;
   });
   add_count(sub, "--block-k", o.Bc, tr(Msg::opt_block_k), kMaxSize)->each([&o](const std::string&) {
     o.tiles_given = o.bc_given = true;
   });
-  sub->add_flag("--causal", o.causal, tr(Msg::opt_causal));
+  add_causal(sub, o);
   add_align(sub, o.align, o.causal, o.causal_implied)->each([&o](const std::string&) {
     o.align_given = true;
   });
@@ -179,6 +178,10 @@ void limit_row_trace(const AttentionOptions& o) {
                            ui::grouped(kMaxRowLines)));
 }
 
+namespace {
+
+// Step 1 of validate_run: --dtype bf16|fp16 sets precision from it and dtype to fp32; a second
+// call changes nothing (the walkthrough runs one options object several times).
 void settle_dtype(AttentionOptions& o) {
   const bool low = low_precision(o.dtype);
   if (o.dtype_given && o.precision_given && (!low || dtype_precision(o.dtype) != o.precision))
@@ -189,6 +192,7 @@ void settle_dtype(AttentionOptions& o) {
   o.dtype_given = o.precision_given = false;  // settled: a second call changes nothing
 }
 
+// Step 3 of validate_run: the showcase, the files checked and read, n, m, d from them.
 LoadedArrays prepare_inputs(AttentionOptions& o) {
   showcase_mistake(o);
   LoadedArrays a;
@@ -204,6 +208,18 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
   o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols(), o.inputs_read = true;
   limit_row_trace(o);
   return a;
+}
+
+}  // namespace
+
+LoadedArrays validate_run(AttentionOptions& o, Subcommand which) {
+  settle_dtype(o);
+  require_device(o, which);
+  LoadedArrays files = prepare_inputs(o);
+  if (o.inputs_read) require_device_d(o, which);
+  if (which == Subcommand::forward && o.show_p >= o.n)
+    throw Error(kUsage, tr(Msg::err_show_p, o.show_p, o.n));
+  return files;
 }
 
 // What the run's records hold in memory until it ends, in bytes: the events for --json,

@@ -11,11 +11,11 @@
 #include "common.hpp"
 #include "cuda/host/cuda_api.hpp"
 #include "flashdemo/attention.hpp"
-#include "flashdemo/judge/compare.hpp"
-#include "flashdemo/impl.hpp"
 #include "flashdemo/host_device/tiling.hpp"
-#include "flashdemo/teaching/variant.hpp"
+#include "flashdemo/impl.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/judge/verdict.hpp"
+#include "flashdemo/teaching/variant.hpp"
 #include "recording.hpp"
 #include "ui/text_trace.hpp"
 
@@ -27,10 +27,9 @@ struct ArrayFiles {
   std::string save_o, save_lse, save_dq, save_dk, save_dv;  // outputs (.npy)
 };
 
-struct AttentionOptions {
-  index_t n = 100, m = 0, d = 32;  // m = 0 means "same as n"
+struct AttentionOptions : ProblemShape {  // one head: n, m (0: n), d, causal
+  AttentionOptions() { n = 100, d = 32; }
   index_t Br = 16, Bc = 16;
-  bool causal = false;
   CausalAlign align = CausalAlign::top_left;
   DType dtype = DType::fp64;  // the lecture's tensors are float64; bf16, fp16: see settle_dtype
   std::uint32_t seed = 0;
@@ -62,7 +61,6 @@ struct AttentionOptions {
   // causal = False, True and draws inside the loop, so its causal run takes the second triple.
   index_t draw() const { return draws_per_mask && causal ? 1 : 0; }
 
-  index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   // The tiles a pass uses: --block-q, --block-k (or the lecture's), except that the fast path
   // chooses its own from the machine's cache (fast::tiles_for) unless they were given, and the
@@ -92,20 +90,25 @@ enum class Subcommand { forward, backward };
 // shown are those already in `o`.
 void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which);
 
-// --dtype bf16|fp16 is --precision bf16|fp16 (inputs stored in that format, computed in fp32):
-// sets precision from it and dtype to fp32. --dtype and --precision that disagree (--dtype fp32
-// --precision bf16, --dtype bf16 --precision fp16) are refused, one line, exit 2. Run first.
-void settle_dtype(AttentionOptions& o);
-
-// Reads --q/--k/--v (and --do) when given, sets n, m, d from them, and checks every output path
-// against the inputs and each other before anything runs (one-line error on any problem). A mistake
-// that needs a mask turns it on: finite-mask needs masked scores (causal); wrong-align means
-// bottom-right was intended.
 struct LoadedArrays {
   Mat<double> Q, K, V, dO;  // dO empty unless --do
   RunFiles files;           // every input and output, checked; the outputs staged at the end
 };
-LoadedArrays prepare_inputs(AttentionOptions& o);
+
+// The one validation step of a forward or backward run, between parsing and computing: afterwards
+// `o` is the checked problem description and nothing below it refuses an option. In the order the
+// user sees the errors (each one line; usage, exit 2, before a missing GPU, exit 5):
+//   1. the dtype settled: --dtype bf16|fp16 is --precision bf16|fp16 (stored in that format,
+//      computed in fp32); --dtype and --precision that disagree are refused;
+//   2. what the device and --impl need of the options (require_device, device.hpp), with d from
+//      --d (or, when --q gives it, only what holds for any d);
+//   3. the mistake's showcase (a mistake that needs a mask turns it on: finite-mask needs masked
+//      scores, wrong-align means bottom-right was intended), every output path checked against
+//      the inputs and each other, --q/--k/--v (and --do) read: n, m, d are theirs; the size of a
+//      --trace rows listing;
+//   4. with d from the files: what the rung needs of that d (require_device_d, device.hpp);
+//   5. forward: --show-p within n.
+LoadedArrays validate_run(AttentionOptions& o, Subcommand which);
 
 // Refuses sizes whose reference (extra_nm matrices of n x m, `bytes` per element) would not fit.
 void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes);

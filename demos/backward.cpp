@@ -9,10 +9,10 @@
 #include "attention_cli.hpp"
 #include "device.hpp"
 #include "flashdemo/judge/compare.hpp"
-#include "flashdemo/teaching/flash_backward.hpp"
+#include "flashdemo/judge/verdict.hpp"
 #include "flashdemo/reference/gradcheck.hpp"
 #include "flashdemo/reference/reference.hpp"
-#include "flashdemo/judge/verdict.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
@@ -184,10 +184,7 @@ void setup_backward(CLI::App& app) {
 }
 
 void run_backward(AttentionOptions& o) {
-  settle_dtype(o);
-  require_device(o, Subcommand::backward);
-  LoadedArrays files = prepare_inputs(o);
-  if (o.inputs_read) require_device(o, Subcommand::backward);  // again, with the d of the files
+  LoadedArrays files = validate_run(o, Subcommand::backward);
   dispatch_dtype(o, [&]<class T>() { run_backward_as<T>(o, files); });
 }
 

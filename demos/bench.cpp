@@ -3,8 +3,8 @@
 //   event, impl, device, dtype, pass, b, h, n, m, d, causal, median_ms, min_ms, max_ms, reps,
 //   tflops, verified, verified_rows, max_error, error_bound; on the CPU also threads, peak_bytes
 // The mechanics (FLOPs, inputs, verification before timing, the timing loop, peak memory, the CPU
-// GEMM ceiling) are the library's (flashdemo/tools/benchmark.hpp, shared with `flashdemo ladder`); this
-// file chooses what runs (the CPU paths, or a GPU rung through device.hpp) and prints.
+// GEMM ceiling) are the library's (flashdemo/tools/benchmark.hpp, shared with `flashdemo ladder`);
+// this file chooses what runs (the CPU paths, or a GPU rung through device.hpp) and prints.
 #include "bench.hpp"
 
 #include <fmt/core.h>
@@ -27,18 +27,57 @@ namespace {
 
 using ui::Msg;
 
-// reference, tiled, fast, gemm on the CPU; the GPU rungs (fd::Impl) on CUDA.
-enum class Impl { reference, tiled, fast, gemm, teaching, simt, tc, mma, hopper };
+// What bench times: an implementation of attention (fd::Impl) on the device it runs on, or on the
+// CPU one of two yardsticks, standard attention (reference) and a square GEMM (gemm: the
+// ceiling). --impl names a row of kTimed; `tiled` is bench's name for fd::Impl::teaching on the
+// CPU (the JSON's "impl" field keeps it: docs/trace-format.md), `teaching` the same on CUDA.
+enum class Yardstick { none, reference, gemm };
 
-struct BenchOptions {
+struct Timed {
+  const char* name;  // the --impl value, and the JSON's "impl"
+  Device device;
+  Impl impl;
+  Yardstick yardstick = Yardstick::none;
+};
+
+constexpr Timed kTimed[] = {
+    {"reference", Device::cpu, Impl::teaching, Yardstick::reference},
+    {"tiled", Device::cpu, Impl::teaching},
+    {"fast", Device::cpu, Impl::fast},
+    {"gemm", Device::cpu, Impl::teaching, Yardstick::gemm},
+    {"teaching", Device::cuda, Impl::teaching},
+    {"simt", Device::cuda, Impl::simt},
+    {"tc", Device::cuda, Impl::tc},
+    {"mma", Device::cuda, Impl::mma},
+    {"hopper", Device::cuda, Impl::hopper},
+};
+
+// Without --impl: the teaching path of the device (tiled on the CPU, teaching on CUDA).
+const Timed* default_timed(Device device) {
+  for (const Timed& t : kTimed)
+    if (t.device == device && t.impl == Impl::teaching && t.yardstick == Yardstick::none) return &t;
+  return &kTimed[0];
+}
+
+// The --impl names of a device, as the error lists them: "teaching, simt, tc, mma, hopper".
+std::string names_on(Device device) {
+  std::string names;
+  for (const Timed& t : kTimed)
+    if (t.device == device) names += (names.empty() ? "" : ", ") + std::string(t.name);
+  return names;
+}
+
+struct BenchOptions : ProblemShape {  // b, h, n, m (0: n), d, causal
   Device device = Device::cpu;
-  Impl impl = Impl::tiled;
+  const Timed* timed = nullptr;  // --impl; nullptr: default_timed(device)
   DType dtype = DType::fp32;
-  index_t b = 1, h = 1, n = 1024, m = 0, d = 64;
-  bool causal = false, deterministic = false;
+  bool deterministic = false;
   bench::Pass pass = bench::Pass::fwd;
   index_t threads = 1, reps = 0, warmup = 3;  // reps 0: 20 on the GPU, 5 on the CPU
-  index_t keys() const { return m ? m : n; }
+  const Timed& what() const { return timed ? *timed : *default_timed(device); }
+  Impl impl() const { return what().impl; }
+  Yardstick yardstick() const { return what().yardstick; }
+  const char* impl_name() const { return what().name; }
   bench::Case bench_case() const {
     bench::Case c;
     c.b = b, c.h = h, c.n = n, c.m = keys(), c.d = d, c.causal = causal, c.pass = pass;
@@ -46,32 +85,6 @@ struct BenchOptions {
     return c;
   }
 };
-
-const char* impl_name(Impl i) {
-  const char* names[] = {"reference", "tiled", "fast", "gemm",  "teaching",
-                         "simt",      "tc",    "mma",  "hopper"};
-  return names[int(i)];
-}
-
-bool on_gpu(Impl i) {
-  return i >= Impl::teaching;
-}
-
-// The GPU rung a bench --impl names.
-fd::Impl rung(Impl i) {
-  switch (i) {
-    case Impl::simt:
-      return fd::Impl::simt;
-    case Impl::tc:
-      return fd::Impl::tc;
-    case Impl::mma:
-      return fd::Impl::mma;
-    case Impl::hopper:
-      return fd::Impl::hopper;
-    default:
-      return fd::Impl::teaching;
-  }
-}
 
 // On a terminal, a progress bar on stderr once the runs have taken more than a second; the line
 // is cleared after the last run.
@@ -103,7 +116,7 @@ void print_table(const BenchOptions& o, const nlohmann::json& j) {
   // The case, then its times: two short tables that fit a projected terminal.
   ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), "impl", "device", "dtype",
                              "pass", "b", "h", "n", "m", "d", "causal"));
-  ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), impl_name(o.impl),
+  ui::result_raw(fmt::format(fmt::runtime(ui::text(Msg::bench_header)), o.impl_name(),
                              j["device"].get<std::string>(), dtype_name(o.dtype),
                              j["pass"].get<std::string>(), o.b, o.h, o.n, o.keys(), o.d,
                              o.causal ? "yes" : "no"));
@@ -127,8 +140,8 @@ void run_bench_as(const BenchOptions& o) {
   const bench::Case c = o.bench_case();
   const bench::Arrays<T> a = bench::random_arrays<T>(c);
   nlohmann::json j = {{"event", "bench"},
-                      {"impl", impl_name(o.impl)},
-                      {"device", o.device == Device::cuda ? "cuda" : "cpu"},
+                      {"impl", o.impl_name()},
+                      {"device", device_name(o.device)},
                       {"dtype", dtype_name(o.dtype)},
                       {"pass", bench::pass_name(o.pass)},
                       {"b", o.b},
@@ -137,7 +150,7 @@ void run_bench_as(const BenchOptions& o) {
                       {"m", o.keys()},
                       {"d", o.d},
                       {"causal", o.causal}};
-  if (o.impl == Impl::gemm) {
+  if (o.yardstick() == Yardstick::gemm) {
     const index_t runs = std::max(o.reps, bench::kCeilingRuns);
     const bench::Ceiling ceiling = gemm_ceiling(o, a, runs);
     const double ms = 2.0 * double(o.b * o.h * o.n * o.keys() * o.d) / (ceiling.gflops * 1e6);
@@ -158,11 +171,11 @@ void run_bench_as(const BenchOptions& o) {
     return ui::result(Msg::bench_gemm_side, bench::gemm_side(c), bench::kBigSide, runs,
                       ceiling.side);
   }
-  const bench::CpuImpl cpu = o.impl == Impl::reference ? bench::CpuImpl::reference
-                             : o.impl == Impl::fast    ? bench::CpuImpl::fast
-                                                       : bench::CpuImpl::tiled;
+  const bench::CpuImpl cpu = o.yardstick() == Yardstick::reference ? bench::CpuImpl::reference
+                             : o.impl() == Impl::fast              ? bench::CpuImpl::fast
+                                                                   : bench::CpuImpl::tiled;
   const bench::Runner<T> runner = o.device == Device::cuda
-                                      ? gpu_runner<T>(c, rung(o.impl), o.deterministic, a)
+                                      ? gpu_runner<T>(c, o.impl(), o.deterministic, a)
                                       : bench::cpu_runner<T>(c, cpu, o.threads, a);
   const bench::Measurement m = bench::measure(c, a, runner, o.warmup, o.reps, progress_bar());
   const Verdict& v = m.verdict;
@@ -192,25 +205,24 @@ void run_bench_as(const BenchOptions& o) {
 }
 
 void check_impl(const BenchOptions& o) {
-  if (o.impl == Impl::reference) {  // standard attention: S and P, n x m each, per head
+  if (o.yardstick() == Yardstick::reference) {  // standard attention: S and P, n x m each, per head
     const double need = 2.0 * double(o.n) * double(o.keys()) * (o.dtype == DType::fp64 ? 8 : 4);
     ensure_fits(need, ui::tr(Msg::bench_standard_what));
   }
-  if (on_gpu(o.impl) != (o.device == Device::cuda))
-    throw Error(kUsage, ui::tr(Msg::bench_err_impl, impl_name(o.impl),
-                               o.device == Device::cuda ? "cuda" : "cpu",
-                               o.device == Device::cuda ? "teaching, simt, tc, mma, hopper"
-                                                        : "reference, tiled, fast, gemm"));
+  if (o.what().device != o.device)  // (never the default: it follows --device)
+    throw Error(kUsage, ui::tr(Msg::bench_err_impl, o.impl_name(), device_name(o.device),
+                               names_on(o.device)));
   // (the reference's bf16/fp16 backward forms D from its stored P and dP, which the sampled
   // verification cannot recompute: its forward only)
-  if (low_precision(o.dtype) && (o.impl == Impl::fast || o.impl == Impl::gemm ||
-                                 (o.impl == Impl::reference && o.pass == bench::Pass::bwd)))
-    throw Error(kUsage, ui::tr(Msg::bench_err_dtype, impl_name(o.impl), "fp32 or fp64"));
+  if (low_precision(o.dtype) &&
+      (o.impl() == Impl::fast || o.yardstick() == Yardstick::gemm ||
+       (o.yardstick() == Yardstick::reference && o.pass == bench::Pass::bwd)))
+    throw Error(kUsage, ui::tr(Msg::bench_err_dtype, o.impl_name(), "fp32 or fp64"));
   if (o.deterministic && o.device != Device::cuda)  // it would change nothing there
     throw Error(kUsage, ui::tr(Msg::err_deterministic_cpu));
   if (o.device != Device::cuda) return;
   // (simt and tc have no backward: refused for --pass bwd before their dtype or d)
-  const std::string why = refusal(rung(o.impl), o.d, dtype_precision(o.dtype), cuda_pass(o.pass));
+  const std::string why = refusal(o.impl(), o.d, dtype_precision(o.dtype), cuda_pass(o.pass));
   if (!why.empty()) throw Error(kUsage, why);
   require_gpu();
 }
@@ -223,26 +235,13 @@ void setup_bench(CLI::App& app) {
   add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      ui::tr(Msg::opt_device))
       ->default_str("cpu");
-  add_choice<Impl>(sub, "--impl", o->impl,
-                   {{"reference", Impl::reference},
-                    {"tiled", Impl::tiled},
-                    {"fast", Impl::fast},
-                    {"gemm", Impl::gemm},
-                    {"teaching", Impl::teaching},
-                    {"simt", Impl::simt},
-                    {"tc", Impl::tc},
-                    {"mma", Impl::mma},
-                    {"hopper", Impl::hopper}},
-                   ui::tr(Msg::bench_opt_impl))
-      ->default_str("tiled");
+  std::vector<std::pair<std::string, const Timed*>> names;
+  for (const Timed& t : kTimed) names.push_back({t.name, &t});
+  add_choice<const Timed*>(sub, "--impl", o->timed, names, ui::tr(Msg::bench_opt_impl))
+      ->default_str("tiled cpu, teaching cuda");
   add_dtype(sub, o->dtype, true)->default_str("fp32");
-  const index_t big = index_t(1) << 24;
-  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
-  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
-  add_count(sub, "--n", o->n, ui::tr(Msg::opt_n), big);
-  add_count(sub, "--m", o->m, ui::tr(Msg::opt_m), big)->default_str("n");
-  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
-  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_shape(sub, *o, kBatched);
+  add_causal(sub, *o);
   add_pass(sub, o->pass, ui::tr(Msg::bench_opt_pass));
   add_count(sub, "--threads", o->threads, ui::tr(Msg::bench_opt_threads), 1024);
   add_count(sub, "--reps", o->reps, ui::tr(Msg::bench_opt_reps), 100000)

@@ -9,10 +9,11 @@
 
 #include "common.hpp"
 #include "flashdemo/io/file_io.hpp"
-#include "flashdemo/judge/grade.hpp"
 #include "flashdemo/io/npy.hpp"
+#include "flashdemo/judge/grade.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
+#include "ui/mistakes.hpp"
 #include "ui/output.hpp"
 #include "ui/verdict.hpp"
 
@@ -37,7 +38,7 @@ struct CheckOptions {
 
 const char* kNames[] = {"O", "L", "dQ", "dK", "dV"};
 
-// The hint for a diagnosis; none for Diagnosis::none.
+// The hint for a diagnosis; none for Diagnosis::none. A --break mistake's is its catalogue's.
 std::optional<Msg> hint(Diagnosis d) {
   switch (d) {
     case Diagnosis::none:
@@ -52,8 +53,6 @@ std::optional<Msg> hint(Diagnosis d) {
       return Msg::hint_missing_mask;
     case Diagnosis::extra_mask:
       return Msg::hint_extra_mask;
-    case Diagnosis::wrong_align:
-      return Msg::hint_wrong_align;
     case Diagnosis::unscaled:
       return Msg::hint_unscaled;
     case Diagnosis::l_is_max:
@@ -62,18 +61,13 @@ std::optional<Msg> hint(Diagnosis d) {
       return Msg::hint_l_base2;
     case Diagnosis::rows_scaled:
       return Msg::hint_rows_scaled;
-    case Diagnosis::no_max:
-      return Msg::hint_no_max;
-    case Diagnosis::no_rescale:
-      return Msg::hint_no_rescale;
-    case Diagnosis::l_starts_at_1:
-      return Msg::hint_l1;
-    case Diagnosis::finite_mask:
-      return Msg::hint_finite_mask;
-    case Diagnosis::no_d:
-      return Msg::hint_no_d;
     case Diagnosis::grad_unscaled:
       return Msg::hint_grad_unscaled;
+#define FD_MISTAKE_HINT(id, ...) case Diagnosis::id:
+      FD_MISTAKES(FD_MISTAKE_HINT)
+#undef FD_MISTAKE_HINT
+      for (const ui::MistakeInfo& m : ui::mistakes())
+        if (diagnosis_of(m.mistake) == d) return m.hint;
   }
   return std::nullopt;
 }

@@ -141,6 +141,21 @@ CLI::Option* add_dtype(CLI::App* app, DType& value, bool low, const std::string&
   return add_choice<DType>(app, "--dtype", value, names, help);
 }
 
+void add_shape(CLI::App* app, ProblemShape& s, const ShapeLimits& limits) {
+  if (limits.batched) {
+    add_count(app, "--b", s.b, ui::tr(ui::Msg::bench_opt_b), kMaxBatch);
+    add_count(app, "--h", s.h, ui::tr(ui::Msg::bench_opt_h), kMaxBatch);
+  }
+  add_count(app, "--n", s.n, ui::tr(limits.n_help), limits.max_n);
+  auto* m = add_count(app, "--m", s.m, ui::tr(limits.m_help), limits.max_n);
+  if (limits.m_is_n) m->default_str("n");
+  add_count(app, "--d", s.d, ui::tr(ui::Msg::opt_d), limits.max_d);
+}
+
+CLI::Option* add_causal(CLI::App* app, ProblemShape& s) {
+  return app->add_flag("--causal", s.causal, ui::tr(ui::Msg::opt_causal));
+}
+
 CLI::Option* add_align(CLI::App* app, CausalAlign& value, bool& causal, bool& implied) {
   return add_choice<CausalAlign>(
              app, "--causal-align", value,

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "flashdemo/attention.hpp"
-#include "flashdemo/tools/benchmark.hpp"
 #include "flashdemo/host_device/precision.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "ui/i18n.hpp"
 
 #include "flashdemo/judge/verdict.hpp"
@@ -100,6 +100,34 @@ CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value,
       "{" + names + "}", ""));
   return opt;
 }
+// The shape of an attention problem: batch b, heads h, n queries and m keys (m = 0: as many as
+// queries) of head dim d, and whether the causal mask is on. Declared once: every subcommand's
+// options that take a shape derive from it (forward, backward, bench, ladder, decode, ring).
+struct ProblemShape {
+  index_t b = 1, h = 1, n = 1024, m = 0, d = 64;
+  bool causal = false;
+  index_t keys() const { return m ? m : n; }
+};
+
+// Which of the shape's options a subcommand takes, and their limits.
+struct ShapeLimits {
+  bool batched;   // --b and --h (each at most kMaxBatch)
+  index_t max_n;  // --n and --m
+  index_t max_d;  // --d
+  ui::Msg n_help = ui::Msg::opt_n, m_help = ui::Msg::opt_m;
+  bool m_is_n = true;  // --m defaults to n (and --help says so), else to the m given
+};
+inline constexpr index_t kMaxBatch = 4096;
+// forward and backward: one head, the sizes a lesson or a file may have.
+inline constexpr ShapeLimits kOneHead = {false, index_t(1) << 31, index_t(1) << 16};
+// bench and ladder: a batch of heads, the d the kernels take.
+inline constexpr ShapeLimits kBatched = {true, index_t(1) << 24, 256};
+
+// --b and --h (when batched), --n, --m, --d, in that order, their defaults those already in s.
+void add_shape(CLI::App* app, ProblemShape& s, const ShapeLimits& limits);
+// --causal, where the subcommand's --help lists it.
+CLI::Option* add_causal(CLI::App* app, ProblemShape& s);
+
 // --causal-align top-left|bottom-right. An alignment only means something for a causal mask, so
 // giving it implies --causal (the problem header then says so: *implied = true).
 CLI::Option* add_align(CLI::App* app, CausalAlign& value, bool& causal, bool& implied);

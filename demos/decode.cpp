@@ -438,16 +438,12 @@ void setup_decode(CLI::App& app) {
   add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      ui::tr(Msg::decode_opt_device))
       ->default_str("cpu");
-  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
-  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
-  add_count(sub, "--n", o->n, ui::tr(Msg::decode_opt_n), big);
-  add_count(sub, "--m", o->m, ui::tr(Msg::decode_opt_m), big);
-  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  add_shape(sub, *o, decoding::kDecodeShape);
   add_count(sub, "--splits", o->splits, ui::tr(Msg::decode_opt_splits), big)->default_str("auto");
   add_count(sub, "--threads", o->threads, ui::tr(Msg::decode_opt_threads), 1024)
       ->default_str("all");
   add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");
-  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_causal(sub, *o);
   add_choice<CausalAlign>(
       sub, "--causal-align", o->align,
       {{"bottom-right", CausalAlign::bottom_right}, {"top-left", CausalAlign::top_left}},

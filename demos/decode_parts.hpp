@@ -12,20 +12,24 @@
 
 #include "common.hpp"
 #include "cuda/host/decode_api.hpp"
-#include "flashdemo/judge/compare.hpp"
-#include "flashdemo/impl.hpp"
 #include "flashdemo/at_scale/split_kv.hpp"
+#include "flashdemo/impl.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/judge/verdict.hpp"
 
 namespace fd::demos::decoding {
 
-struct DecodeOptions {
-  index_t b = 1, h = 1, n = 1, m = 65536, d = 128;
+// Decoding: a few new query rows (n) against a long cache of m keys.
+inline constexpr ShapeLimits kDecodeShape = {
+    true, index_t(1) << 24, 256, ui::Msg::decode_opt_n, ui::Msg::decode_opt_m, false};
+
+struct DecodeOptions : ProblemShape {  // b, h, n, m, d, causal
+  DecodeOptions() { n = 1, m = 65536, d = 128; }
   index_t splits = 0;   // 0: the plan chooses
   index_t threads = 0;  // 0: every hardware thread
   Device device = Device::cpu;
   DType dtype = DType::fp32;
-  bool causal = false, causal_implied = false;
+  bool causal_implied = false;
   CausalAlign align = CausalAlign::bottom_right;  // decoding: the new rows are the last ones
   std::uint32_t seed = 0;
   std::optional<double> scale;

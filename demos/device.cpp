@@ -44,6 +44,23 @@ BackwardResult<T> fast_backward(const AttentionOptions& o, const Inputs<T>& in,
 
 }  // namespace
 
+namespace {
+
+// The rung's rule for d, and its fixed tiles against --block-q, --block-k.
+void require_rung_d(const AttentionOptions& o, cuda::Pass pass, index_t d) {
+  const std::string why = refusal(o.impl, d, o.working(), pass);
+  if (!why.empty()) throw Error(kUsage, why);
+  const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d, pass);
+  if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
+    throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
+}
+
+cuda::Pass pass_of(Subcommand which) {
+  return which == Subcommand::backward ? cuda::Pass::bwd : cuda::Pass::fwd;
+}
+
+}  // namespace
+
 void require_device(const AttentionOptions& o, Subcommand which) {
   if (o.impl == Impl::fast) {
     if (o.device == Device::cuda) throw Error(kUsage, ui::tr(ui::Msg::err_fast_cuda));
@@ -64,23 +81,26 @@ void require_device(const AttentionOptions& o, Subcommand which) {
     throw Error(kUsage, ui::tr(ui::Msg::err_deterministic_cpu));
   if (o.device != Device::cuda) return;
   if (o.mistake != Mistake::none) throw Error(kUsage, ui::tr(ui::Msg::err_break_cuda));
-  // d comes from --q when given, known only once prepare_inputs has read it (the callers then ask
-  // again); until then only the precision is checked (64: a d every rung takes), and not the GPU.
-  const bool d_known = o.files.q.empty() || o.inputs_read;
+  // d comes from --q when given, known only once the files are read (require_device_d then
+  // checks it); until then only what holds for any d is checked (64: a d every rung takes), and
+  // not the GPU.
+  const bool d_known = o.files.q.empty();
   if (o.impl != Impl::teaching) {
-    const cuda::Pass pass = which == Subcommand::backward ? cuda::Pass::bwd : cuda::Pass::fwd;
+    const cuda::Pass pass = pass_of(which);
     // (a rung without a backward is refused first, for any d: no case would run)
-    const std::string why = refusal(o.impl, d_known ? o.d : 64, o.working(), pass);
-    if (!why.empty()) throw Error(kUsage, why);
-    const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d, pass);
-    if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
-      throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
+    require_rung_d(o, pass, d_known ? o.d : 64);
     if (pass == cuda::Pass::bwd && o.trace >= ui::TraceLevel::tiles)
       throw Error(kUsage,
                   ui::tr(ui::Msg::err_rung_trace_backward,
                          o.trace == ui::TraceLevel::tiles ? "tiles" : "rows", impl_name(o.impl)));
   }
   if (d_known || o.impl == Impl::teaching) require_gpu();
+}
+
+void require_device_d(const AttentionOptions& o, Subcommand which) {
+  if (o.device != Device::cuda || o.impl == Impl::teaching) return;  // (its GPU: asked already)
+  require_rung_d(o, pass_of(which), o.d);
+  require_gpu();
 }
 
 void require_gpu() {

@@ -8,9 +8,9 @@
 
 #include "attention_cli.hpp"
 #include "cuda/host/cuda_api.hpp"
-#include "flashdemo/tools/benchmark.hpp"
 #include "flashdemo/teaching/flash_backward.hpp"
 #include "flashdemo/teaching/flash_forward.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 
 namespace fd::demos {
 
@@ -27,7 +27,11 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
 // runs on teaching and mma), or with tiles other than its pass's own, or a backward rung with
 // --trace tiles|rows (its kernels record no trace); cuda without CUDA in the build or without a
 // GPU): one clear error, usage (exit 2) before the missing GPU (exit 5).
+// With --q, --k, --v, d is known only once the files are read: require_device then checks what
+// holds for any d, and require_device_d, after the files, the rung's rule for their d (and its
+// tiles), then the GPU. Each check runs once (validate_run, attention_cli.hpp).
 void require_device(const AttentionOptions& o, Subcommand which = Subcommand::forward);
+void require_device_d(const AttentionOptions& o, Subcommand which);
 
 // Why a GPU rung does not run a case or a pass (cuda::refuses), in the current language; empty
 // when it does.

@@ -8,9 +8,9 @@
 #include "attention_cli.hpp"
 #include "device.hpp"
 #include "flashdemo/judge/compare.hpp"
-#include "flashdemo/teaching/flash_forward.hpp"
-#include "flashdemo/reference/reference.hpp"
 #include "flashdemo/judge/verdict.hpp"
+#include "flashdemo/reference/reference.hpp"
+#include "flashdemo/teaching/flash_forward.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
@@ -136,11 +136,7 @@ void setup_forward(CLI::App& app) {
 }
 
 void run_forward(AttentionOptions& o) {
-  settle_dtype(o);
-  require_device(o);
-  LoadedArrays files = prepare_inputs(o);
-  if (o.inputs_read) require_device(o, Subcommand::forward);  // again, with the d of the files
-  if (o.show_p >= o.n) throw Error(kUsage, ui::tr(Msg::err_show_p, o.show_p, o.n));
+  LoadedArrays files = validate_run(o, Subcommand::forward);
   dispatch_dtype(o, [&]<class T>() { run_forward_as<T>(o, files); });
 }
 

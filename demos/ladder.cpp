@@ -21,8 +21,8 @@
 #include "common.hpp"
 #include "cuda/host/cuda_api.hpp"
 #include "device.hpp"
-#include "flashdemo/tools/benchmark.hpp"
 #include "flashdemo/impl.hpp"
+#include "flashdemo/tools/benchmark.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
 
@@ -33,15 +33,13 @@ using ui::Msg;
 
 constexpr index_t kCeilingSide = 8192;  // the square bf16 GEMM of the ceiling
 
-struct LadderOptions {
+struct LadderOptions : ProblemShape {                    // b, h, n, m (0: n), d, causal
+  LadderOptions() { b = 4, h = 16, n = 4096, d = 128; }  // 16k tokens, h d = 2048
   Device device = Device::cuda;
-  index_t b = 4, h = 16, n = 4096, m = 0, d = 128;  // 16k tokens, h d = 2048
-  bool causal = false;
   DType dtype = DType::bf16;  // of the tensor-core rungs
   bench::Pass pass = bench::Pass::fwd;
   index_t reps = 20, warmup = 3;
   std::uint32_t seed = 0;
-  index_t keys() const { return m ? m : n; }
 };
 
 Msg idea(Impl rung) {
@@ -247,13 +245,8 @@ void setup_ladder(CLI::App& app) {
   add_choice<Device>(sub, "--device", o->device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}},
                      ui::tr(Msg::ladder_opt_device))
       ->default_str("cuda");
-  const index_t big = index_t(1) << 24;
-  add_count(sub, "--b", o->b, ui::tr(Msg::bench_opt_b), 4096);
-  add_count(sub, "--h", o->h, ui::tr(Msg::bench_opt_h), 4096);
-  add_count(sub, "--n", o->n, ui::tr(Msg::opt_n), big);
-  add_count(sub, "--m", o->m, ui::tr(Msg::opt_m), big)->default_str("n");
-  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
-  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_shape(sub, *o, kBatched);
+  add_causal(sub, *o);
   add_choice<DType>(sub, "--dtype", o->dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}},
                     ui::tr(Msg::ladder_opt_dtype))
       ->default_str("bf16");

@@ -53,11 +53,10 @@ constexpr index_t kShownRanks = 8, kShownSteps = 8;  // the text's grid
 enum class Layout { automatic, contiguous, zigzag };
 enum class Device { cpu, cuda };
 
-struct RingOptions {
-  index_t n = 1024, m = 0, d = 64;  // m = 0: n
-  index_t ranks = 0;                // 0: mpirun's processes, else 4 (--device cuda: 1)
+struct RingOptions : ProblemShape {  // n, m (0: n), d, causal
+  index_t ranks = 0;                 // 0: mpirun's processes, else 4 (--device cuda: 1)
   DType dtype = DType::fp32;
-  bool causal = false, causal_implied = false;
+  bool causal_implied = false;
   CausalAlign align = CausalAlign::top_left;
   Layout layout = Layout::automatic;
   bench::Pass pass = bench::Pass::fwd;
@@ -65,7 +64,6 @@ struct RingOptions {
   std::uint32_t seed = 0;
   std::optional<double> scale;
 
-  index_t keys() const { return m ? m : n; }
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   RingLayout ring_layout() const {
     if (layout == Layout::automatic) return causal ? RingLayout::zigzag : RingLayout::contiguous;
@@ -528,13 +526,11 @@ void run_ring(const RingOptions& o) {
 void setup_ring(CLI::App& app) {
   auto o = std::make_shared<RingOptions>();
   CLI::App* sub = app.add_subcommand("ring", ui::tr(Msg::ring_help));
-  add_count(sub, "--n", o->n, ui::tr(Msg::ring_opt_n), kMaxSize);
-  add_count(sub, "--m", o->m, ui::tr(Msg::ring_opt_m), kMaxSize)->default_str("n");
-  add_count(sub, "--d", o->d, ui::tr(Msg::opt_d), 256);
+  add_shape(sub, *o, {false, kMaxSize, 256, Msg::ring_opt_n, Msg::ring_opt_m});
   add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRingRanks)
       ->default_str("4 (cuda: 1), or mpirun's");
   add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");
-  sub->add_flag("--causal", o->causal, ui::tr(Msg::opt_causal));
+  add_causal(sub, *o);
   add_align(sub, o->align, o->causal, o->causal_implied);
   add_choice<Layout>(
       sub, "--layout", o->layout,

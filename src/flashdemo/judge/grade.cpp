@@ -1,6 +1,7 @@
 // grade.cpp — grading submitted arrays and diagnosing classic mistakes (see grade.hpp).
 #include "flashdemo/judge/grade.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <utility>
@@ -170,18 +171,18 @@ Diagnosis Grader::diagnose(ArrayKind kind, const Mat<double>& X, double tol) con
     const double s = given.scale_for(problem_.Q.cols());
     candidates.push_back({Diagnosis::grad_unscaled, [&, s] { return Mat<double>(expected / s); }});
   }
-  const std::pair<Diagnosis, Mistake> mistakes[] = {
-      {Diagnosis::no_d, Mistake::no_d},
-      {Diagnosis::l_starts_at_1, Mistake::l_starts_at_1},
-      {Diagnosis::finite_mask, Mistake::finite_mask},
-      {Diagnosis::no_max, Mistake::no_max},
-      {Diagnosis::no_rescale, Mistake::no_rescale}};
-  for (const auto& [diagnosis, mistake] : mistakes) {
+  // The --break mistakes the tiled path can re-run, in the order FD_MISTAKES gives (regraded).
+  std::vector<MistakeRow> rerun;
+  for (const MistakeRow& row : kMistakes)
+    if (row.regraded > 0) rerun.push_back(row);
+  std::sort(rerun.begin(), rerun.end(),
+            [](const MistakeRow& a, const MistakeRow& b) { return a.regraded < b.regraded; });
+  for (const MistakeRow& row : rerun) {
     for (const TileSizes& tiles : kCommonTiles) {
-      candidates.push_back({diagnosis, [&, mistake = mistake, tiles] {
+      candidates.push_back({diagnosis_of(row.mistake), [&, mistake = row.mistake, tiles] {
                               return run(given, mistake, tiles).get(kind);
                             }});
-      if (mistake != Mistake::no_rescale) break;  // only no-rescale depends on the tiles
+      if (!row.tiled) break;  // the same array at every tile size
     }
   }
   for (const auto& [diagnosis, make] : candidates) {

@@ -18,10 +18,10 @@
 #include <map>
 
 #include "flashdemo/attention.hpp"
-#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/host_device/precision.hpp"
-#include "flashdemo/reference/reference.hpp"
 #include "flashdemo/host_device/tiling.hpp"
+#include "flashdemo/judge/compare.hpp"
+#include "flashdemo/reference/reference.hpp"
 #include "flashdemo/teaching/variant.hpp"
 
 namespace fd {
@@ -29,24 +29,37 @@ namespace fd {
 enum class ArrayKind { O, L, dQ, dK, dV };
 
 enum class Diagnosis {
-  none,          // no known pattern: the first wrong row is the hint
-  has_nan,       // NaN, or inf where the reference is finite
-  wrong_shape,   // not the reference's shape
-  transposed,    // the reference's shape transposed
-  missing_mask,  // matches attention without the causal mask
-  extra_mask,    // matches causal attention where none was asked for
-  wrong_align,   // matches the other causal alignment
-  unscaled,      // matches scores without the scale
-  l_is_max,      // L equals the row max m instead of m + log(l)
-  l_base2,       // L in base 2: log2 of the sum of exp, L / ln 2
-  rows_scaled,   // each row of O off by its own positive factor (normalization)
-  no_max,        // the --break mistakes
-  no_rescale,
-  l_starts_at_1,
-  finite_mask,
-  no_d,
+  none,           // no known pattern: the first wrong row is the hint
+  has_nan,        // NaN, or inf where the reference is finite
+  wrong_shape,    // not the reference's shape
+  transposed,     // the reference's shape transposed
+  missing_mask,   // matches attention without the causal mask
+  extra_mask,     // matches causal attention where none was asked for
+  unscaled,       // matches scores without the scale
+  l_is_max,       // L equals the row max m instead of m + log(l)
+  l_base2,        // L in base 2: log2 of the sum of exp, L / ln 2
+  rows_scaled,    // each row of O off by its own positive factor (normalization)
   grad_unscaled,  // dQ or dK off by the factor scale
+// The --break mistakes, one each (FD_MISTAKES, variant.hpp); wrong_align: matches the other
+// causal alignment.
+#define FD_DIAGNOSIS_ID(id, ...) id,
+  FD_MISTAKES(FD_DIAGNOSIS_ID)
+#undef FD_DIAGNOSIS_ID
 };
+
+// The diagnosis that names a --break mistake (none for Mistake::none).
+constexpr Diagnosis diagnosis_of(Mistake mistake) {
+  switch (mistake) {
+#define FD_DIAGNOSIS_OF(id, ...) \
+  case Mistake::id:              \
+    return Diagnosis::id;
+    FD_MISTAKES(FD_DIAGNOSIS_OF)
+#undef FD_DIAGNOSIS_OF
+    case Mistake::none:
+      break;
+  }
+  return Diagnosis::none;
+}
 
 struct Grade {
   Outcome outcome = Outcome::fail;

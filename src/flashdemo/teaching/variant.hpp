@@ -11,13 +11,72 @@
 //                  below -1e6 or a row sees no key at all (it then averages V instead of 0)
 //   no-d           the backward drops D: dS = P * dP instead of P * (dP - D)
 //   wrong-align    top-left causal alignment where bottom-right was meant (differs when n != m)
+//
+// FD_MISTAKES is the one table of them: every other list (the Mistake enum, the grader's
+// Diagnosis and the runs it tries, the --break choices, the UI's words and hints, the docs'
+// list, which tests/cli/test_mistakes.cpp holds to it) is derived from its rows.
 #pragma once
 
 #include "flashdemo/host_device/precision.hpp"
 
 namespace fd {
 
-enum class Mistake { none, no_max, no_rescale, l_starts_at_1, finite_mask, no_d, wrong_align };
+// X(id, name, backward_only, regraded, tiled):
+//   id             the enumerator of Mistake and of Diagnosis (src/flashdemo/judge/grade.hpp); the
+//                  UI's words for it are the messages mistake_<id> (one line), mistake_<id>_why
+//                  (why it drifts) and hint_<id> (what `check` says when it names it), in
+//                  demos/ui/messages/mistakes.inc
+//   name           the --break value, and the "break" field of the JSON trace
+//   backward_only  offered by `backward --break` only
+//   regraded       the place in which the grader tries re-running the tiled path with this mistake
+//                  to explain a failing array (1 first; 0: another candidate names it, as the other
+//                  causal alignment names wrong-align)
+//   tiled          whether what it computes depends on the tile sizes (the grader then tries the
+//                  common ones)
+// Rows in the order `--break list` shows them.
+#define FD_MISTAKES(X)                               \
+  X(no_max, "no-max", false, 4, false)               \
+  X(no_rescale, "no-rescale", false, 5, true)        \
+  X(l_starts_at_1, "l-starts-at-1", false, 2, false) \
+  X(finite_mask, "finite-mask", false, 3, false)     \
+  X(no_d, "no-d", true, 1, false)                    \
+  X(wrong_align, "wrong-align", false, 0, false)
+
+enum class Mistake {
+  none,
+#define FD_MISTAKE_ID(id, ...) id,
+  FD_MISTAKES(FD_MISTAKE_ID)
+#undef FD_MISTAKE_ID
+};
+
+// One row of FD_MISTAKES.
+struct MistakeRow {
+  Mistake mistake;
+  const char* name;
+  bool backward_only;
+  int regraded;
+  bool tiled;
+};
+
+inline constexpr MistakeRow kMistakes[] = {
+#define FD_MISTAKE_ROW(id, name, backward_only, regraded, tiled) \
+  {Mistake::id, name, backward_only, regraded, tiled},
+    FD_MISTAKES(FD_MISTAKE_ROW)
+#undef FD_MISTAKE_ROW
+};
+
+// The row of a mistake (Mistake::none has none: nullptr).
+constexpr const MistakeRow* mistake_row(Mistake mistake) {
+  for (const MistakeRow& row : kMistakes)
+    if (row.mistake == mistake) return &row;
+  return nullptr;
+}
+
+// The --break value of a mistake ("" for none).
+constexpr const char* mistake_name(Mistake mistake) {
+  const MistakeRow* row = mistake_row(mistake);
+  return row ? row->name : "";
+}
 
 // The finite value a finite-mask run puts where -inf belongs.
 inline constexpr double kFiniteMask = -1e6;
