@@ -398,11 +398,12 @@ void check_device_options(const DecodeOptions& o) {
     return;
   }
   if (o.threads) throw Error(kUsage, ui::tr(Msg::decode_err_threads_gpu));
-  switch (cuda::decode_refuses(o.d, dtype_precision(o.dtype)).why) {
+  const cuda::Refusal r = cuda::decode_refuses(o.d, dtype_precision(o.dtype));
+  switch (r.why) {
     case cuda::Refusal::Why::none:
       return;
     case cuda::Refusal::Why::d_unsupported:
-      throw Error(kUsage, ui::tr(Msg::decode_err_d_gpu, o.d));
+      throw Error(kUsage, ui::tr(Msg::decode_err_d_gpu, ui::spoken_list(r.head_dims), o.d));
     default:
       throw Error(kUsage, ui::tr(Msg::decode_err_dtype_gpu, dtype_name(o.dtype)));
   }

@@ -121,7 +121,7 @@ std::string refusal(Impl impl, index_t d, Precision p, cuda::Pass pass) {
     case Why::needs_bf16_fp16:
       return ui::tr(ui::Msg::refuse_tc_dtype, impl_name(impl));
     case Why::d_unsupported:
-      return ui::tr(ui::Msg::refuse_d, impl_name(impl), d);
+      return ui::tr(ui::Msg::refuse_d, impl_name(impl), ui::spoken_list(r.head_dims), d);
     case Why::no_backward:
       return ui::tr(ui::Msg::refuse_no_backward, impl_name(impl));
     case Why::cpu_only:

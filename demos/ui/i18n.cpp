@@ -62,4 +62,13 @@ const char* key_name(Msg m) {
   return kCatalog[int(m)].key;
 }
 
+std::string spoken_list(const std::vector<int>& items) {
+  std::string out;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    if (k > 0) out += text(k + 1 == items.size() ? Msg::list_and : Msg::list_comma);
+    out += std::to_string(items[k]);
+  }
+  return out;
+}
+
 }  // namespace fd::ui

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
 
 namespace fd::ui {
 
@@ -30,6 +31,9 @@ Lang lang();
 const char* text(Msg m);             // in the current language
 const char* text(Msg m, Lang lang);  // in a given one
 const char* key_name(Msg m);         // "forward_title", for tests
+
+// A list as the current language says it: "64 and 128", "64, 128 and 256"; "64 和 128".
+std::string spoken_list(const std::vector<int>& items);
 
 template <class... A>
 std::string tr(Msg m, A&&... args) {

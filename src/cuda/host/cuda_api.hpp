@@ -74,6 +74,7 @@ struct Refusal {
   enum class Why { none, cpu_only, needs_fp32, needs_bf16_fp16, d_unsupported, no_backward };
   Why why = Why::none;
   std::string english;
+  std::vector<int> head_dims;  // d_unsupported: the d the kernels are compiled for
   explicit operator bool() const { return why != Why::none; }
 };
 // The backward runs on teaching and mma; simt and tc compute the forward only.

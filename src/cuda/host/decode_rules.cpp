@@ -19,7 +19,8 @@ Refusal decode_refuses(index_t d, Precision p) {
   if (!DecodeHeadDims::takes(d))
     return {Refusal::Why::d_unsupported,
             "decode --device cuda is compiled for d = " + DecodeHeadDims::english() +
-                ", not d = " + std::to_string(d) + " (--device cpu takes any d)"};
+                ", not d = " + std::to_string(d) + " (--device cpu takes any d)",
+            DecodeHeadDims::list()};
   return {};
 }
 

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "flashdemo/host_device/base.hpp"
 
@@ -41,6 +42,7 @@ struct HeadDims {
   static constexpr bool all() {
     return (Fits::template at<Ds>() && ...);
   }
+  static std::vector<int> list() { return {Ds...}; }
   // The list as a sentence says it: "64 and 128", "64, 128 and 256".
   static std::string english() {
     const int d[] = {Ds...};

@@ -1,7 +1,7 @@
 // ring_api.hpp — ring attention on GPUs (ring.cu, ring.cuh) as `flashdemo ring --device cuda` and
-// the tests see it: host arrays in, the CPU ring's result out (flashdemo/at_scale/ring.hpp: RingResult,
-// RingTimes), no CUDA or NCCL header (a build without CUDA answers every call with CudaError,
-// stub.cpp).
+// the tests see it: host arrays in, the CPU ring's result out (flashdemo/at_scale/ring.hpp:
+// RingResult, RingTimes), no CUDA or NCCL header (a build without CUDA answers every call with
+// CudaError, stub.cpp).
 //
 // The ring is the CPU ring's: the same schedule, blocks (contiguous or zigzag), steps and merge
 // (ring.hpp), the per-row arithmetic of ring_math.hpp; each rank drives one GPU. Per step, on the
@@ -20,9 +20,9 @@
 #pragma once
 
 #include "cuda/host/cuda_api.hpp"
-#include "flashdemo/host_device/precision.hpp"
 #include "flashdemo/at_scale/ring.hpp"
 #include "flashdemo/at_scale/ring_transport.hpp"
+#include "flashdemo/host_device/precision.hpp"
 
 namespace fd::cuda {
 

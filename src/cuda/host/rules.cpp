@@ -15,10 +15,11 @@ namespace {
 struct HeadDimRule {
   bool takes = true;
   std::string english;
+  std::vector<int> list;
 };
 template <class Dims>
 HeadDimRule rule(index_t d) {
-  return {Dims::takes(d), Dims::english()};
+  return {Dims::takes(d), Dims::english(), Dims::list()};
 }
 HeadDimRule head_dims(Impl impl, Pass pass, index_t d) {
   switch (impl) {
@@ -52,9 +53,10 @@ Refusal refuses(Impl impl, index_t d, Precision p_in, Pass pass) {
             "--impl " + name + " runs on tensor cores: use --dtype bf16 or --dtype fp16"};
   const HeadDimRule dims = head_dims(impl, pass, d);
   if (!dims.takes)
-    return {Refusal::Why::d_unsupported, "--impl " + name + " is compiled for d = " + dims.english +
-                                             ", not d = " + std::to_string(d) +
-                                             " (--impl teaching takes any d)"};
+    return {Refusal::Why::d_unsupported,
+            "--impl " + name + " is compiled for d = " + dims.english +
+                ", not d = " + std::to_string(d) + " (--impl teaching takes any d)",
+            dims.list};
   return {};
 }
 
