@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "check.hpp"
-#include "flashdemo/host_device/online_softmax.hpp"
-#include "flashdemo/io/random.hpp"
 #include "flashdemo/at_scale/ring.hpp"
 #include "flashdemo/at_scale/ring_transport.hpp"
 #include "flashdemo/at_scale/split_kv.hpp"
+#include "flashdemo/host_device/online_softmax.hpp"
+#include "flashdemo/io/random.hpp"
 
 using namespace fd;
 
@@ -177,10 +177,11 @@ TEST_CASE_TEMPLATE("ring: forward and backward match the reference", T, float, d
   const AttnParams top{true, CausalAlign::top_left, {}};
   const AttnParams bottom{true, CausalAlign::bottom_right, {}};
   for (index_t P = 1; P <= 4; ++P)
-    for (const auto& [n, m] : {std::pair<index_t, index_t>{16, 16}, {13, 13}, {13, 9}, {9, 21}})
+    for (const auto& nm : {std::pair<index_t, index_t>{16, 16}, {13, 13}, {13, 9}, {9, 21}})
       for (const AttnParams* p : {&none, &top, &bottom})
         for (RingLayout layout : {RingLayout::contiguous, RingLayout::zigzag}) {
-          if (P > std::min(n, m)) continue;
+          const index_t n = nm.first, m = nm.second;  // not a structured binding: INFO's lambda
+          if (P > std::min(n, m)) continue;           // captures them, which clang 14 refuses
           INFO("P = " << P << ", n = " << n << ", m = " << m << ", causal " << p->causal
                       << (p->align == CausalAlign::top_left ? " top-left" : " bottom-right")
                       << (layout == RingLayout::zigzag ? ", zigzag" : ", contiguous"));
