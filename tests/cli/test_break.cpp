@@ -49,7 +49,10 @@ TEST_CASE("--break: every mistake shows at the defaults, with a row map and the 
       {"backward --break no-max", "--break no-max sets --scale 300"},
       {"backward --break no-d", ""},
   };
-  for (const auto& [cmd, sets] : cases) {
+  for (const auto& entry :
+       cases) {  // not a structured binding: INFO captures it, which clang 14 refuses
+    const auto& cmd = entry.first;
+    const auto& sets = entry.second;
     INFO(cmd);
     const Run r = run(cmd + " --trace none");
     REQUIRE(r.code == 0);

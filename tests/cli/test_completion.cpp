@@ -173,7 +173,10 @@ TEST_CASE("zsh completion: the same values, in a real zsh") {
       {"flashdemo completion ", "bash zsh"},
       {"flashdemo manp", "manpage"},
   };
-  for (const auto& [line, offers] : cases) {
+  for (const auto& entry :
+       cases) {  // not a structured binding: INFO captures it, which clang 14 refuses
+    const auto& line = entry.first;
+    const auto& offers = entry.second;
     const Run r = in_dir(
         dir, "timeout 30 zsh -f '" + helper + "' \"$PWD\" '" + line + "' | sort | tr '\\n' ' '");
     INFO("completing '" << line << "' | " << r.err);
