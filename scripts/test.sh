@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, step 2: build and run the whole test suite (the command CI runs): once in Release
 # (with CUDA where nvcc is found: every kernel compiled, the GPU tests skipped without a GPU), once
-# under AddressSanitizer and UndefinedBehaviorSanitizer with clang (any report fails the run; the
-# same tree holds the libFuzzer targets .ci/run runs). ctest runs the tests in parallel: most of
+# under AddressSanitizer and UndefinedBehaviorSanitizer (any report fails the run). ctest runs the tests in parallel: most of
 # them wait on child processes (the binary, mpirun, Python, Chromium) more than they compute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
