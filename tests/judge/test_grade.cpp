@@ -5,9 +5,9 @@
 #include <initializer_list>
 
 #include "check.hpp"
-#include "flashdemo/teaching/flash_backward.hpp"
-#include "flashdemo/judge/grade.hpp"
 #include "flashdemo/io/random.hpp"
+#include "flashdemo/judge/grade.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
 
 using namespace fd;
 

@@ -6,9 +6,9 @@
 
 #include "check.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
-#include "flashdemo/teaching/flash_backward.hpp"
 #include "flashdemo/io/random.hpp"
 #include "flashdemo/reference/reference.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
 
 using namespace fd;
 

@@ -5,9 +5,9 @@
 #include <initializer_list>
 #include <set>
 
+#include "flashdemo/io/random.hpp"
 #include "flashdemo/teaching/flash_backward.hpp"
 #include "flashdemo/tools/io_model.hpp"
-#include "flashdemo/io/random.hpp"
 
 using namespace fd;
 

@@ -1,8 +1,8 @@
-// ring.cuh — one step of ring attention (flashdemo/at_scale/ring.hpp) on a rank's GPU: its rows against the
-// K/V block it holds. The teaching kernels' shape (teaching.cuh): one thread per query row (or per
-// key), tiles of Br rows and Bc keys staged in shared memory, converted there from the element
-// type E (float, __nv_bfloat16, __half) to fp32, every sum in fp32; the arithmetic is the CPU
-// ring's (ring_math.hpp over tile_math.hpp), row for row.
+// ring.cuh — one step of ring attention (flashdemo/at_scale/ring.hpp) on a rank's GPU: its rows
+// against the K/V block it holds. The teaching kernels' shape (teaching.cuh): one thread per query
+// row (or per key), tiles of Br rows and Bc keys staged in shared memory, converted there from the
+// element type E (float, __nv_bfloat16, __half) to fp32, every sum in fp32; the arithmetic is the
+// CPU ring's (ring_math.hpp over tile_math.hpp), row for row.
 //
 // The rank's rows and the block's keys are one range or two (zigzag), each cut into tiles; a
 // (row tile, key tile) pair the mask hides wholly is not computed (mask.hpp: classify).

@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "flashdemo/at_scale/ring_transport.hpp"
 #include "flashdemo/host_device/online_softmax.hpp"
 #include "flashdemo/host_device/ring_math.hpp"
-#include "flashdemo/at_scale/ring_transport.hpp"
 #include "flashdemo/host_device/tile_math.hpp"
 
 namespace fd {

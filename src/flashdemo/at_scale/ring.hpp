@@ -44,9 +44,9 @@
 #include <vector>
 
 #include "flashdemo/host_device/online_softmax.hpp"
-#include "flashdemo/params.hpp"
 #include "flashdemo/host_device/ring_math.hpp"
 #include "flashdemo/host_device/tiling.hpp"
+#include "flashdemo/params.hpp"
 
 namespace fd {
 

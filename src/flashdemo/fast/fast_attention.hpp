@@ -35,8 +35,8 @@
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).
 #pragma once
 
-#include "flashdemo/params.hpp"
 #include "flashdemo/host_device/tiling.hpp"
+#include "flashdemo/params.hpp"
 
 namespace fd::fast {
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "flashdemo/judge/compare.hpp"
-#include "flashdemo/teaching/flash_backward.hpp"
 #include "flashdemo/reference/reference.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
 
 namespace fd {
 

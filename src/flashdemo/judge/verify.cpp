@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/host_device/online_softmax.hpp"
+#include "flashdemo/judge/compare.hpp"
 #include "flashdemo/reference/reference.hpp"
 
 namespace fd {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "flashdemo/params.hpp"
 #include "flashdemo/host_device/precision.hpp"
+#include "flashdemo/params.hpp"
 
 namespace fd {
 

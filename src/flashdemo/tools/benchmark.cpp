@@ -11,10 +11,10 @@
 #include <string>
 
 #include "flashdemo/fast/fast_attention.hpp"
-#include "flashdemo/teaching/flash_backward.hpp"
-#include "flashdemo/teaching/flash_forward.hpp"
 #include "flashdemo/io/random.hpp"
 #include "flashdemo/reference/reference.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
+#include "flashdemo/teaching/flash_forward.hpp"
 
 namespace fd::bench {
 namespace {

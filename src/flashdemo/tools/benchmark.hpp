@@ -21,11 +21,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "flashdemo/params.hpp"
 #include "flashdemo/host_device/precision.hpp"
 #include "flashdemo/host_device/tiling.hpp"
-#include "flashdemo/teaching/variant.hpp"
 #include "flashdemo/judge/verify.hpp"
+#include "flashdemo/params.hpp"
+#include "flashdemo/teaching/variant.hpp"
 
 namespace fd::bench {
 
