@@ -331,7 +331,8 @@ void print_problem(const AttentionOptions& o, cuda::Pass pass) {
 }
 
 TileSizes AttentionOptions::tiles(cuda::Pass pass) const {
-  const bool fixed = impl == Impl::simt || impl == Impl::tc || impl == Impl::mma;
+  const bool fixed =
+      impl == Impl::simt || impl == Impl::tc || impl == Impl::mma || impl == Impl::hopper;
   if (impl == Impl::fast && !tiles_given)
     return fast::tiles_for(fast::Shape{1, 1, n, keys(), d},
                            pass == cuda::Pass::fwd ? fast::Pass::fwd : fast::Pass::bwd,

@@ -33,7 +33,7 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
        "--impl teaching",
        2},
       {"backward --device cuda --impl simt",
-       "--impl simt computes the forward only: the backward runs on --impl mma", 2},
+       "--impl simt computes the forward only: the backward runs on --impl mma or hopper", 2},
       {"backward --device cuda --impl simt --dtype fp32 --d 64", "--impl simt computes the forward",
        2},
       {"backward --device cuda --impl tc --dtype fp16 --d 128 --block-q 32",
@@ -63,7 +63,7 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
       {b + "--impl mma --dtype bf16 --d 32", "not d = 32", 2},
       {b + "--impl simt --dtype fp64", "--impl simt computes in fp32", 2},
       {b + "--impl simt --pass bwd",
-       "--impl simt computes the forward only: the backward runs on --impl mma", 2},
+       "--impl simt computes the forward only: the backward runs on --impl mma or hopper", 2},
       {b + "--impl tc --pass bwd --dtype bf16", "--impl tc computes the forward only", 2},
       {b + "--impl simt --pass bwd --dtype fp64", "--impl simt computes the forward only", 2},
       {b + "--impl mma --pass bwd", "--impl mma runs on tensor cores", 2},
@@ -73,10 +73,12 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
       {f + "--impl hopper --dtype fp16", "--impl hopper is compiled for d = 64 and 128", 2},
       {f + "--impl hopper --dtype bf16 --d 64 --block-q 64",
        "--impl hopper computes fixed 128 x 128 tiles", 2},
-      {"backward --device cuda --impl hopper --dtype bf16 --d 64",
-       "--impl hopper computes the forward only: the backward runs on --impl mma", 2},
-      {b + "--impl hopper --pass bwd --dtype bf16 --d 128",
-       "--impl hopper computes the forward only", 2},
+      {"backward --device cuda --impl hopper --d 64",
+       "--impl hopper runs on tensor cores: use --dtype bf16", 2},
+      {b + "--impl hopper --pass bwd --dtype bf16 --d 96",
+       "--impl hopper is compiled for d = 64 and 128, not d = 96", 2},
+      {"backward --device cuda --impl hopper --dtype bf16 --d 128 --block-q 128",
+       "--impl hopper computes fixed 64 x 128 tiles", 2},
   };
   for (const Bad& x : refused) {
     const Run r = run(x.args);
@@ -98,7 +100,7 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
     INFO(args << " | " << r.err);
     CHECK(r.code == 2);
     CHECK(lines(r.err).size() == 1);
-    CHECK(has(r.err, "只计算前向：反向请用 --impl mma"));
+    CHECK(has(r.err, "只计算前向：反向请用 --impl mma 或 hopper"));
   }
   CHECK(
       has(run("backward --device cuda --impl mma --dtype bf16 --d 64 --trace tiles --lang zh").err,

@@ -134,12 +134,13 @@ void check_rung(Impl impl, Precision prec, const RungCase& c, const AttnParams& 
   }
 }
 
-// mma's backward, graded head by head against the naive backward in the same precision: the
-// forward on mma first (O rounded as the kernel stores it, L in fp32), then the backward.
+// A rung's backward (mma, hopper), graded head by head against the naive backward in the same
+// precision: the forward on the same rung first (O rounded as the kernel stores it, L in fp32),
+// then the backward.
 struct RungGradients {
   std::vector<float> O, L, dQ, dK, dV, D;
 };
-RungGradients rung_gradients(Precision prec, const RungCase& c, const AttnParams& p,
+RungGradients rung_gradients(Impl impl, Precision prec, const RungCase& c, const AttnParams& p,
                              const Heads<float>& in, bool deterministic) {
   const cuda::Shape s{c.b, c.h, c.n, c.m, c.d};
   RungGradients g{
@@ -147,28 +148,29 @@ RungGradients rung_gradients(Precision prec, const RungCase& c, const AttnParams
       std::vector<float>(in.Q.size()), std::vector<float>(in.K.size()),
       std::vector<float>(in.K.size()), std::vector<float>(std::size_t(s.heads() * c.n))};
   const Variant v{prec, Mistake::none};
-  cuda::forward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d), v, Impl::mma, in.Q.data(),
-                       in.K.data(), in.V.data(), g.O.data(), g.L.data());
-  cuda::backward<float>(s, p, cuda::kernel_tiles(Impl::mma, c.d, cuda::Pass::bwd), v, Impl::mma,
+  cuda::forward<float>(s, p, cuda::kernel_tiles(impl, c.d), v, impl, in.Q.data(), in.K.data(),
+                       in.V.data(), g.O.data(), g.L.data());
+  cuda::backward<float>(s, p, cuda::kernel_tiles(impl, c.d, cuda::Pass::bwd), v, impl,
                         deterministic, in.Q.data(), in.K.data(), in.V.data(), g.O.data(),
                         g.L.data(), nullptr, in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data(),
                         g.D.data());
   return g;
 }
 
-void check_rung_backward(Precision prec, const RungCase& c, const AttnParams& p,
+void check_rung_backward(Impl impl, Precision prec, const RungCase& c, const AttnParams& p,
                          bool deterministic) {
   const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
   Heads<float> in = random_heads<float>(shape, 29);
   for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
-  const RungGradients g = rung_gradients(prec, c, p, in, deterministic);
+  const RungGradients g = rung_gradients(impl, prec, c, p, in, deterministic);
   for (index_t h = 0; h < c.b * c.h; ++h) {
     const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
                                    head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
     const test::Outputs<float> got{
         head(g.O, h, c.n, c.d), Eigen::Map<const Vec<float>>(g.L.data() + h * c.n, c.n),
         head(g.dQ, h, c.n, c.d), head(g.dK, h, c.m, c.d), head(g.dV, h, c.m, c.d)};
-    test::check_outputs(got, test::Expected<float>(one, prec), "mma backward", prec);
+    test::check_outputs(got, test::Expected<float>(one, prec),
+                        std::string(impl_name(impl)) + " backward", prec);
   }
 }
 
@@ -276,70 +278,83 @@ TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, hea
         }
 }
 
-TEST_CASE("the rungs: mma's backward passes the correctness rule: odd shapes, alignments, heads") {
-  for (bool deterministic : {false, true})
-    for (Precision prec : {Precision::bf16, Precision::fp16})
-      for (const RungCase& c : kRungCases)
-        for (bool causal : {false, true})
-          for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
-            if (!causal && align == CausalAlign::bottom_right) continue;
-            INFO(std::string(precision_name(prec))
-                 << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d
-                 << " causal=" << causal << " align=" << int(align)
-                 << " deterministic=" << deterministic);
-            check_rung_backward(prec, c, AttnParams{causal, align, {}}, deterministic);
-          }
+const Impl kBackwardRungs[] = {Impl::mma, Impl::hopper};
+
+TEST_CASE(
+    "the rungs: mma's and hopper's backward pass the correctness rule: odd shapes, alignments, "
+    "heads") {
+  for (Impl impl : kBackwardRungs)
+    for (bool deterministic : {false, true})
+      for (Precision prec : {Precision::bf16, Precision::fp16})
+        for (const RungCase& c : kRungCases)
+          for (bool causal : {false, true})
+            for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+              if (!causal && align == CausalAlign::bottom_right) continue;
+              INFO(impl_name(impl)
+                   << " " << precision_name(prec) << " b=" << c.b << " h=" << c.h << " n=" << c.n
+                   << " m=" << c.m << " d=" << c.d << " causal=" << causal
+                   << " align=" << int(align) << " deterministic=" << deterministic);
+              check_rung_backward(impl, prec, c, AttnParams{causal, align, {}}, deterministic);
+            }
 }
 
 TEST_CASE(
-    "the rungs: mma's backward gives rows that see no key zero gradients; --deterministic "
-    "is bit-identical") {
-  const RungCase c{1, 2, 90, 20, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
-  const AttnParams p{true, CausalAlign::bottom_right, {}};
-  Heads<float> in = random_heads<float>(Case{1, 2, 90, 20, 64, 64, 64}, 31);
-  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
-  for (bool deterministic : {false, true}) {
-    INFO("deterministic=" << deterministic);
-    const RungGradients a = rung_gradients(Precision::bf16, c, p, in, deterministic);
-    for (index_t h = 0; h < 2; ++h)
-      for (index_t q = 0; q < 70; ++q)
-        for (index_t x = 0; x < 64; ++x) REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
-    for (const auto* g : {&a.dQ, &a.dK, &a.dV})
-      for (float v : *g) REQUIRE(std::isfinite(v));
+    "the rungs: mma's and hopper's backward give rows that see no key zero gradients; "
+    "--deterministic is bit-identical") {
+  for (Impl impl : kBackwardRungs) {
+    INFO(impl_name(impl));
+    const RungCase c{1, 2, 90, 20, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
+    const AttnParams p{true, CausalAlign::bottom_right, {}};
+    Heads<float> in = random_heads<float>(Case{1, 2, 90, 20, 64, 64, 64}, 31);
+    for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
+    for (bool deterministic : {false, true}) {
+      INFO("deterministic=" << deterministic);
+      const RungGradients a = rung_gradients(impl, Precision::bf16, c, p, in, deterministic);
+      for (index_t h = 0; h < 2; ++h)
+        for (index_t q = 0; q < 70; ++q)
+          for (index_t x = 0; x < 64; ++x)
+            REQUIRE(a.dQ[std::size_t((h * 90 + q) * 64 + x)] == 0.0f);
+      for (const auto* g : {&a.dQ, &a.dK, &a.dV})
+        for (float v : *g) REQUIRE(std::isfinite(v));
+    }
+    // Many key tiles add into each dQ row, so the order of the atomics could show; not here.
+    const RungCase big{2, 3, 1000, 1100, 128};
+    Heads<float> x = random_heads<float>(Case{2, 3, 1000, 1100, 128, 64, 64}, 37);
+    for (auto* y : {&x.Q, &x.K, &x.V, &x.dO}) *y = rounded(*y, Precision::bf16);
+    const AttnParams none{false, {}, {}};
+    const RungGradients a = rung_gradients(impl, Precision::bf16, big, none, x, true);
+    const RungGradients b = rung_gradients(impl, Precision::bf16, big, none, x, true);
+    CHECK(a.dQ == b.dQ);
+    CHECK(a.dK == b.dK);
+    CHECK(a.dV == b.dV);
   }
-  // Many key tiles add into each dQ row, so the order of the atomics could show; not here.
-  const RungCase big{2, 3, 1000, 1100, 128};
-  Heads<float> x = random_heads<float>(Case{2, 3, 1000, 1100, 128, 64, 64}, 37);
-  for (auto* y : {&x.Q, &x.K, &x.V, &x.dO}) *y = rounded(*y, Precision::bf16);
-  const AttnParams none{false, {}, {}};
-  const RungGradients a = rung_gradients(Precision::bf16, big, none, x, true);
-  const RungGradients b = rung_gradients(Precision::bf16, big, none, x, true);
-  CHECK(a.dQ == b.dQ);
-  CHECK(a.dK == b.dK);
-  CHECK(a.dV == b.dV);
 }
 
 // Keys past m (the last tile's zero rows) carry P = 0, even for a row whose exp(-L) overflows fp16
 // in dS: all scores of row 0 are -24 (K's rows all ones, Q's row 0 = -3), so L is about -19.
-TEST_CASE("the rungs: mma's backward ignores the rows past the last key, whatever L is") {
-  const index_t n = 10, m = 100, d = 64;
-  Heads<float> in = random_heads<float>(Case{1, 1, n, m, d, 64, 64}, 41);
-  std::fill(in.K.begin(), in.K.end(), 1.0f);
-  std::fill(in.Q.begin(), in.Q.begin() + d, -3.0f);
-  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::fp16);
-  const AttnParams none{false, {}, {}};
-  for (bool deterministic : {false, true}) {
-    INFO("deterministic=" << deterministic);
-    const RungGradients g =
-        rung_gradients(Precision::fp16, RungCase{1, 1, n, m, d}, none, in, deterministic);
-    for (const auto* x : {&g.dQ, &g.dK, &g.dV})
-      for (float v : *x) REQUIRE(std::isfinite(v));
-    const test::Problem<float> one{head(in.Q, 0, n, d), head(in.K, 0, m, d), head(in.V, 0, m, d),
-                                   head(in.dO, 0, n, d), none};
-    const test::Outputs<float> got{head(g.O, 0, n, d), Eigen::Map<const Vec<float>>(g.L.data(), n),
-                                   head(g.dQ, 0, n, d), head(g.dK, 0, m, d), head(g.dV, 0, m, d)};
-    test::check_outputs(got, test::Expected<float>(one, Precision::fp16), "mma backward",
-                        Precision::fp16);
+TEST_CASE(
+    "the rungs: mma's and hopper's backward ignore the rows past the last key, whatever L is") {
+  for (Impl impl : kBackwardRungs) {
+    const index_t n = 10, m = 100, d = 64;
+    Heads<float> in = random_heads<float>(Case{1, 1, n, m, d, 64, 64}, 41);
+    std::fill(in.K.begin(), in.K.end(), 1.0f);
+    std::fill(in.Q.begin(), in.Q.begin() + d, -3.0f);
+    for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::fp16);
+    const AttnParams none{false, {}, {}};
+    for (bool deterministic : {false, true}) {
+      INFO(impl_name(impl) << " deterministic=" << deterministic);
+      const RungGradients g =
+          rung_gradients(impl, Precision::fp16, RungCase{1, 1, n, m, d}, none, in, deterministic);
+      for (const auto* x : {&g.dQ, &g.dK, &g.dV})
+        for (float v : *x) REQUIRE(std::isfinite(v));
+      const test::Problem<float> one{head(in.Q, 0, n, d), head(in.K, 0, m, d), head(in.V, 0, m, d),
+                                     head(in.dO, 0, n, d), none};
+      const test::Outputs<float> got{head(g.O, 0, n, d),
+                                     Eigen::Map<const Vec<float>>(g.L.data(), n),
+                                     head(g.dQ, 0, n, d), head(g.dK, 0, m, d), head(g.dV, 0, m, d)};
+      test::check_outputs(got, test::Expected<float>(one, Precision::fp16),
+                          std::string(impl_name(impl)) + " backward", Precision::fp16);
+    }
   }
 }
 
@@ -674,30 +689,31 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
       }
 }
 
-// Not a test either (-tc="rung backward speed*" --no-skip): mma's backward at the same shapes,
-// FLOPs counted as 2.5 times the forward's.
+// Not a test either (-tc="rung backward speed*" --no-skip): mma's and hopper's backward at the
+// same shapes, FLOPs counted as 2.5 times the forward's.
 TEST_CASE("rung backward speed, printed" * doctest::skip()) {
-  for (index_t d : {64, 128})
-    for (bool causal : {false, true})
-      for (bool deterministic : {false, true}) {
-        const index_t n = 4096, b = 4, h = 2048 / d;
-        const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
-        const double flops =
-            2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
-        const std::vector<float> q = rounded(in.Q, Precision::bf16),
-                                 k = rounded(in.K, Precision::bf16),
-                                 v = rounded(in.V, Precision::bf16),
-                                 o = rounded(in.dO, Precision::bf16);
-        auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
-                                           cuda::kernel_tiles(Impl::mma, d, cuda::Pass::bwd),
-                                           Variant{Precision::bf16, Mistake::none}, Impl::mma,
-                                           cuda::Pass::bwd, deterministic, q.data(), k.data(),
-                                           v.data(), o.data(), 2, 10);
-        std::sort(t.ms.begin(), t.ms.end());
-        const double ms = t.ms[t.ms.size() / 2];
-        MESSAGE("mma backward d=" << d << " causal=" << causal << " deterministic=" << deterministic
-                                  << ": " << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
-      }
+  for (Impl impl : kBackwardRungs)
+    for (index_t d : {64, 128})
+      for (bool causal : {false, true})
+        for (bool deterministic : {false, true}) {
+          const index_t n = 4096, b = 4, h = 2048 / d;
+          const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
+          const double flops =
+              2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+          const std::vector<float> q = rounded(in.Q, Precision::bf16),
+                                   k = rounded(in.K, Precision::bf16),
+                                   v = rounded(in.V, Precision::bf16),
+                                   o = rounded(in.dO, Precision::bf16);
+          auto t = cuda::time_kernels<float>(
+              {b, h, n, n, d}, AttnParams{causal, {}, {}},
+              cuda::kernel_tiles(impl, d, cuda::Pass::bwd), Variant{Precision::bf16, Mistake::none},
+              impl, cuda::Pass::bwd, deterministic, q.data(), k.data(), v.data(), o.data(), 2, 10);
+          std::sort(t.ms.begin(), t.ms.end());
+          const double ms = t.ms[t.ms.size() / 2];
+          MESSAGE(impl_name(impl) << " backward d=" << d << " causal=" << causal
+                                  << " deterministic=" << deterministic << ": " << ms << " ms, "
+                                  << flops / ms / 1e9 << " TFLOP/s");
+        }
 }
 
 int main(int argc, char** argv) {

@@ -2,7 +2,7 @@
 //   teaching  any d that fits shared memory, fp64, fp32, and bf16/fp16 emulated in fp32
 //   simt      fp32 (each thread owns d/16 columns of O, in float4s)
 //   tc, mma   bf16 or fp16 inputs with fp32 accumulation
-//   backward  teaching and mma; simt, tc and hopper compute the forward only
+//   backward  teaching, mma and hopper; simt and tc compute the forward only
 //   d         the rung's list in head_dims.hpp (each rung's header checks its tiles hold them)
 #include "cuda/host/cuda_api.hpp"
 #include "cuda/host/head_dims.hpp"
@@ -30,7 +30,7 @@ HeadDimRule head_dims(Impl impl, Pass pass, index_t d) {
     case Impl::mma:
       return pass == Pass::bwd ? rule<MmaBackwardHeadDims>(d) : rule<MmaHeadDims>(d);
     case Impl::hopper:
-      return rule<HopperHeadDims>(d);
+      return pass == Pass::bwd ? rule<HopperBackwardHeadDims>(d) : rule<HopperHeadDims>(d);
     default:
       return {};
   }
@@ -42,10 +42,10 @@ Refusal refuses(Impl impl, index_t d, Precision p_in, Pass pass) {
   const std::string name = impl_name(impl);
   if (impl == Impl::teaching) return {};
   if (impl == Impl::fast) return {Refusal::Why::cpu_only, "--impl fast runs on the CPU only"};
-  if (pass == Pass::bwd && impl != Impl::mma)
+  if (pass == Pass::bwd && impl != Impl::mma && impl != Impl::hopper)
     return {Refusal::Why::no_backward, "--impl " + name +
                                            " computes the forward only: the backward runs on "
-                                           "--impl mma (bf16, fp16) or --impl teaching"};
+                                           "--impl mma or hopper (bf16, fp16) or --impl teaching"};
   if (impl == Impl::simt && p_in != Precision::fp32)
     return {Refusal::Why::needs_fp32, "--impl simt computes in fp32: use --dtype fp32"};
   if (tensor_cores(impl) && p_in != Precision::bf16 && p_in != Precision::fp16)

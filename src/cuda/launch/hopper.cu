@@ -2,7 +2,11 @@
 // and V made once with the problem (boxes of 64 columns, 128-byte swizzled), 384 threads per block
 // of 128 x 128 tiles, hopper_forward_kernel<E, d, ping_pong, overlap> for each d of HopperHeadDims
 // (head_dims.hpp), with the overlap steps of HopperDefaults<d> unless told, and its tracing
-// instance. An sm_90 GPU only (the kernel is sm_90a code).
+// instance. Its backward (hopper_backward.cuh) for each d of HopperBackwardHeadDims:
+//   (L2, D)  hopper_bwd_prep_kernel, a warp per row padded to whole query tiles
+//   dK, dV   hopper_bwd_kernel per key tile (Tc, b h), with dQ by fp32 atomics, or
+//   dQ       (deterministic) mma's dQ kernel per query tile of 64 (mma_backward.cuh)
+// with maps of Q and dO in boxes of the backward's Br rows. An sm_90 GPU only (sm_90a code).
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -10,6 +14,8 @@
 #include "cuda/host/head_dims.hpp"
 #include "cuda/launch/rung_problem.cuh"
 #include "cuda/rungs/hopper.cuh"
+#include "cuda/rungs/hopper_backward.cuh"
+#include "cuda/rungs/mma_backward.cuh"
 
 namespace fd::cuda {
 namespace {
@@ -87,6 +93,46 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     run(hopper_forward_kernel<E, kD, false, false, false>);
 }
 
+template <class E, int kD>
+void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
+  using Tiles = HopperBwdTiles<kD>;
+  const index_t heads = p.s.heads(), Tr = g.tiling.Tr(), padded = Tr * Tiles::Br;
+  hopper_bwd_prep_kernel<E, kD><<<unsigned((heads * padded + 3) / 4), 128>>>(
+      p.O.ptr, g.dO.ptr, p.L.ptr, g.D.ptr, reinterpret_cast<float2*>(g.LD.ptr), heads, p.s.n,
+      padded);
+  const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, kD, Tiles::Br);
+  const CUtensorMap tmdO = tensor_map(g.dO.ptr, heads, p.s.n, kD, Tiles::Br);
+  const HopperBwdArgs<E> a{reinterpret_cast<const float2*>(g.LD.ptr),
+                           g.dQ.ptr,
+                           g.dK.ptr,
+                           g.dV.ptr,
+                           p.s.n,
+                           p.s.m,
+                           g.tiling,
+                           p.mask,
+                           p.scale,
+                           p.scale2};
+  constexpr std::size_t bytes = HopperBwdSmem<kD>::kBytes;
+  const dim3 grid(unsigned(g.tiling.Tc()), unsigned(heads));
+  auto run = [&](auto kernel) {
+    allow_smem(kernel, bytes);
+    kernel<<<grid, kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, a);
+  };
+  if (!deterministic) {
+    check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
+    return run(hopper_bwd_kernel<E, kD, true>);
+  }
+  run(hopper_bwd_kernel<E, kD, false>);
+  // dQ per query tile of 64 rows, as mma's deterministic backward computes it
+  const Tiling mma_tiling{p.s.n, p.s.m, kBwdTile, kBwdTile};
+  const BwdArgs<E> m{p.Q.ptr,  p.K.ptr, p.V.ptr, g.dO.ptr,   p.L.ptr, g.D.ptr, g.dQ.ptr, g.dK.ptr,
+                     g.dV.ptr, p.s.n,   p.s.m,   mma_tiling, p.mask,  p.scale, p.scale2};
+  allow_smem(mma_dq_kernel<E, kD>, mma_dq_smem_bytes<kD>());
+  mma_dq_kernel<E, kD>
+      <<<dim3(unsigned(mma_tiling.Tr()), unsigned(heads)), kTcThreads, mma_dq_smem_bytes<kD>()>>>(
+          m);
+}
+
 }  // namespace
 
 // hopper's three tensor maps, made once with the problem (none for the other rungs).
@@ -110,11 +156,22 @@ void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
     no_kernel(Impl::hopper, p.s.d);
 }
 
+template <class E>
+void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
+  if (!with_head_dim(HopperBackwardHeadDims{}, p.s.d, [&](auto dim) {
+        launch_hopper_backward_d<E, decltype(dim)::value>(p, g, deterministic);
+      }))
+    no_kernel(Impl::hopper, p.s.d);
+}
+
 template HopperMaps hopper_maps(Impl, const Shape&, const float*, const float*, const float*);
 template HopperMaps hopper_maps(Impl, const Shape&, const __nv_bfloat16*, const __nv_bfloat16*,
                                 const __nv_bfloat16*);
 template HopperMaps hopper_maps(Impl, const Shape&, const __half*, const __half*, const __half*);
 template void launch_hopper(const DeviceProblem<__nv_bfloat16>&, HopperSteps);
 template void launch_hopper(const DeviceProblem<__half>&, HopperSteps);
+template void launch_hopper_backward(const DeviceProblem<__nv_bfloat16>&,
+                                     BackwardArrays<__nv_bfloat16>&, bool);
+template void launch_hopper_backward(const DeviceProblem<__half>&, BackwardArrays<__half>&, bool);
 
 }  // namespace fd::cuda

@@ -9,7 +9,8 @@
 //            per warp (Br = 64)
 //   mma      mma.cuh: tc's kernel with cp.async and    mma.cu (and its backward,
 //            2 row fragments per warp (Br = 128)       mma_backward.cuh)
-//   hopper   hopper.cuh: TMA, wgmma, 128 x 128 tiles   hopper.cu (and its tensor maps)
+//   hopper   hopper.cuh: TMA, wgmma, 128 x 128 tiles   hopper.cu (and its tensor maps, and its
+//            (its backward, hopper_backward.cuh)       backward)
 #include <cublas_v2.h>  // types only: the library itself is opened with dlopen
 #include <dlfcn.h>
 
@@ -74,7 +75,7 @@ auto with_element(const Shape& s, Variant v, Impl impl, F&& f, Pass pass = Pass:
   return f(Element<__nv_bfloat16>{});
 }
 
-// One backward of the problem (O and L already in p): mma's, the one rung with a backward.
+// One backward of the problem (O and L already in p) on its rung: mma's or hopper's.
 template <class E>
 void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
   if (p.s.heads() == 0 || p.s.n == 0) return;
@@ -86,6 +87,7 @@ void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deter
   if constexpr (std::is_same_v<E, float>) {
     throw CudaError("the simt rung has no backward");
   } else {
+    if (p.impl == Impl::hopper) return launch_hopper_backward(p, g, deterministic);
     launch_mma_backward(p, g, deterministic);
   }
 }

@@ -101,20 +101,22 @@ struct DeviceProblem {
 };
 
 // The backward's arrays on the device, beside a forward's problem (Q, K, V already there): dO
-// in E, D and the gradients in fp32, and the backward's own tiling (mma's: 64 x 64).
+// in E, D and the gradients in fp32, and the rung's backward tiling (kernel_tiles). hopper's
+// also keeps (L2, D) per row padded to whole query tiles (LD: two floats a row).
 template <class E>
 struct BackwardArrays {
   Tiling tiling;
   DeviceArray<E> dO;
-  DeviceArray<float> D, dQ, dK, dV;
+  DeviceArray<float> D, dQ, dK, dV, LD;
   BackwardArrays(const DeviceProblem<E>& p, const std::vector<E>& dO_host)
-      : tiling{p.s.n, p.s.m, kernel_tiles(Impl::mma, p.s.d, Pass::bwd).Br,
-               kernel_tiles(Impl::mma, p.s.d, Pass::bwd).Bc},
+      : tiling{p.s.n, p.s.m, kernel_tiles(p.impl, p.s.d, Pass::bwd).Br,
+               kernel_tiles(p.impl, p.s.d, Pass::bwd).Bc},
         dO(dO_host.data(), dO_host.size()),
         D(std::size_t(p.s.heads() * p.s.n)),
         dQ(p.Q.count),
         dK(p.K.count),
-        dV(p.K.count) {}
+        dV(p.K.count),
+        LD(p.impl == Impl::hopper ? std::size_t(2 * p.s.heads() * tiling.Tr() * tiling.Br) : 0) {}
 };
 
 // Raises a kernel's dynamic shared-memory limit to what it needs, or says why it cannot run.
@@ -152,5 +154,9 @@ void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps);  // hopper.cu
 // deterministic, in its own pass (mma.cu).
 template <class E>
 void launch_mma_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic);
+// hopper's backward (hopper.cu): (L2, D), then dK and dV with dQ by atomics or, when
+// deterministic, by mma's dQ kernel.
+template <class E>
+void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic);
 
 }  // namespace fd::cuda

@@ -67,6 +67,22 @@ __device__ inline void tma_load_3d(void* dst, const CUtensorMap* map, int x, int
       : "memory");
 }
 
+// bytes (a multiple of 16, both addresses 16-byte aligned) from global memory into shared
+// memory at dst, completing on bar: a one-dimensional bulk copy, no tensor map.
+__device__ inline void bulk_load(void* dst, const void* src, unsigned bytes, std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(ptx::smem_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(src)), "r"(bytes), "r"(ptx::smem_address(bar))
+      : "memory");
+}
+
+// Makes this thread's ordinary writes to shared memory visible to the async proxy (wgmma and
+// TMA read through it): after the writes, before the barrier that lets them be read.
+__device__ inline void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 __device__ inline void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
 }
@@ -143,14 +159,15 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
   "%39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "  \
   "%57, "                                                                                       \
   "%58, %59, %60, %61, %62, %63}"
-// S: A and B from shared memory (descriptors %64, %65), accumulate = scale-d (%66).
-#define FD_WGMMA_SS_N128(T)                                                \
-  asm volatile(                                                            \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                         \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " FD_REGS64 \
-      ", %64, %65, p, 1, 1, 0, 0;\n}\n"                                    \
-      : FD_ACC64                                                           \
-      : "l"(a), "l"(b), "r"(accumulate))
+// A and B from shared memory (descriptors %A, %B), accumulate = scale-d (%ONE), each operand
+// K-major (TA, TB = "0") or transposed, MN-major ("1").
+#define FD_WGMMA_SS(N, REGS, ACC, A, B, ONE, T, TA, TB)                                          \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" ONE                                          \
+               ", 0;\n"                                                                          \
+               "wgmma.mma_async.sync.aligned.m64n" N "k16.f32." T "." T " " REGS ", %" A ", %" B \
+               ", p, 1, 1, " TA ", " TB ";\n}\n"                                                 \
+               : ACC                                                                             \
+               : "l"(a), "l"(b), "r"(accumulate))
 // P V: A from four registers, B from shared memory (transposed: N-major), always accumulating.
 #define FD_WGMMA_RS(N, REGS, ACC, A0, B, ONE, T)                                           \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" ONE                                    \
@@ -166,11 +183,28 @@ template <class E>
 __device__ inline void wgmma_ss_n128(float (&d)[128 / 8][4], std::uint64_t a, std::uint64_t b,
                                      int accumulate) {
   if constexpr (std::is_same_v<E, __half>)
-    FD_WGMMA_SS_N128("f16");
+    FD_WGMMA_SS("128", FD_REGS64, FD_ACC64, "64", "65", "66", "f16", "0", "0");
   else
-    FD_WGMMA_SS_N128("bf16");
+    FD_WGMMA_SS("128", FD_REGS64, FD_ACC64, "64", "65", "66", "bf16", "0", "0");
 }
-
+template <class E>
+__device__ inline void wgmma_ss_n64(float (&d)[64 / 8][4], std::uint64_t a, std::uint64_t b,
+                                    int accumulate) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_SS("64", FD_REGS32, FD_ACC32, "32", "33", "34", "f16", "0", "0");
+  else
+    FD_WGMMA_SS("64", FD_REGS32, FD_ACC32, "32", "33", "34", "bf16", "0", "0");
+}
+// D (64 x N, fp32) = A B (+ D when accumulate) with both operands MN-major in shared memory
+// (read transposed): A's rows are its k index (64 m contiguous), B's rows too (N contiguous).
+template <class E>
+__device__ inline void wgmma_ss_tt_n64(float (&d)[64 / 8][4], std::uint64_t a, std::uint64_t b,
+                                       int accumulate) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_SS("64", FD_REGS32, FD_ACC32, "32", "33", "34", "f16", "1", "1");
+  else
+    FD_WGMMA_SS("64", FD_REGS32, FD_ACC32, "32", "33", "34", "bf16", "1", "1");
+}
 // D (64 x N, fp32) += A B: A (64 x 16) in registers (mma.sync's A fragments, warp by warp),
 // B (16 x N) N-major in shared memory (read transposed), named by its descriptor.
 template <class E>
@@ -190,8 +224,29 @@ __device__ inline void wgmma_rs_n128(float (&d)[128 / 8][4], const std::uint32_t
     FD_WGMMA_RS("128", FD_REGS64, FD_ACC64, "64, %65, %66, %67", "68", "69", "bf16");
 }
 
+// D (64 x N) = A B^T for N = 64 or 128, both K-major in shared memory.
+template <class E, int N>
+__device__ inline void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b,
+                                int accumulate) {
+  static_assert(N == 64 || N == 128, "wgmma_ss: n64 or n128");
+  if constexpr (N == 128)
+    wgmma_ss_n128<E>(d, a, b, accumulate);
+  else
+    wgmma_ss_n64<E>(d, a, b, accumulate);
+}
+// D (64 x N) += A B for N = 64 or 128, A from registers, B MN-major in shared memory.
+template <class E, int N>
+__device__ inline void wgmma_rs(float (&d)[N / 8][4], const std::uint32_t (&a)[4],
+                                std::uint64_t b) {
+  static_assert(N == 64 || N == 128, "wgmma_rs: n64 or n128");
+  if constexpr (N == 128)
+    wgmma_rs_n128<E>(d, a, b);
+  else
+    wgmma_rs_n64<E>(d, a, b);
+}
+
 #undef FD_WGMMA_RS
-#undef FD_WGMMA_SS_N128
+#undef FD_WGMMA_SS
 #undef FD_REGS64
 #undef FD_REGS32
 #undef FD_ACC64

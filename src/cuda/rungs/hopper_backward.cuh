@@ -1,0 +1,359 @@
+// hopper_backward.cuh — the rung `hopper`'s backward: FlashAttention-2's backward on Hopper's own
+// instructions (hopper_ptx.cuh), bf16/fp16 inputs, fp32 accumulation, sm_90a. Two kernels:
+//
+//   hopper_bwd_prep_kernel   per query row q (a warp each), rows padded to whole query tiles:
+//                              D_q = rowsum(dO_q O_q) in fp32,  L2_q = L_q log2(e)
+//                            stored as pairs (L2_q, D_q); L2 = +inf where the row saw no key or
+//                            is padding (its P is then 0: zero gradients, no NaN)
+//   hopper_bwd_kernel        block (key tile j of Bc = 128 keys, head), three warpgroups:
+//     warpgroup 0, the producer (24 registers): one thread loads K_j and V_j once by TMA, then
+//       for each query tile i that sees key tile j, Q_i, dO_i (TMA) and (L2, D)_i (a bulk copy)
+//       into stage i % 2, once the consumers have released that stage
+//     warpgroups 1 and 2, the consumers (240 registers): warpgroup c owns keys 64 c .. 64 c + 63
+//       of the tile, dK_j and dV_j of those keys in registers, and for each i:
+//         S^T  = K_j Q_i^T                wgmma m64n{Br}k16, both from shared memory
+//         dP^T = V_j dO_i^T               the same
+//         P^T  = exp2(S^T c - L2_q)       c = scale log2(e); 0 where masked or past the keys
+//         dS^T = P^T (dP^T - D_q)
+//         dV_j += P^T dO_i                wgmma m64n{d}k16, P^T from registers (rounded to E),
+//         dK_j += dS^T Q_i                dO_i and Q_i read transposed from shared memory
+//       and dQ (atomic, the default): dS^T to shared memory, and each warpgroup computes a
+//       64 x 64 block of dS K_j (wgmma m64n64k16, both operands read transposed): at d = 128
+//       columns 64 c.. over all 128 keys (the two warpgroups meet first), at d = 64 all columns
+//       over its own 64 keys; added into dQ (zeroed first) by fp32 atomics, times scale
+//     then dK = scale dK and dV, from registers to global memory (fp32).
+//   With --deterministic the kernel skips dQ, and mma's dQ kernel (mma_backward.cuh) computes
+//   it per query tile: bit-identical runs.
+//
+// Tiles: Bc = 128 keys (two warpgroups of 64), Br = 64 queries. Shared memory (1024-byte
+// aligned), 2 bytes an element:
+//   K_j, V_j          2 x 128 d                        d = 64: 32 KiB;  d = 128: 64 KiB
+//   Q_i, dO_i         2 stages x 2 x 64 d               32 KiB            64 KiB
+//   dS^T              2 buffers x 128 x 64              32 KiB            32 KiB
+//   (L2, D)_i         2 stages x 64 x 8 bytes, and 5 mbarriers
+// Registers of a consumer thread (fp32 accumulators, HopperBwdFits): dK, dV d / 2 each, S^T and
+// dP^T 32 each; then P^T and dS^T as A fragments (16 each) and dQ's block (32): 128 at d = 64,
+// 192 at d = 128, of setmaxnreg's 240.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/host/head_dims.hpp"
+#include "cuda/primitives/fragment.cuh"
+#include "cuda/primitives/hopper_ptx.cuh"
+#include "cuda/rungs/hopper.cuh"
+#include "flashdemo/host_device/mask.hpp"
+#include "flashdemo/host_device/tile_math.hpp"
+#include "flashdemo/host_device/tiling.hpp"
+
+namespace fd::cuda {
+
+inline constexpr int kHopperBwdBc = 128, kHopperBwdStages = 2;
+
+// Br = 64 query rows a step. dQ_i's share of key tile j, dS K_j, is cut between the two
+// consumer warpgroups by its columns at d = 128 (warpgroup c: columns 64 c.., over all 128 keys,
+// after both have stored their dS^T), and by the keys at d = 64 (warpgroup c: its own 64 keys,
+// all 64 columns, no meeting; both add into the same dQ rows).
+template <int kD>
+struct HopperBwdTiles {
+  static constexpr int Br = 64, Bc = kHopperBwdBc;
+  static constexpr bool kDqByColumns = kD == 128;
+};
+
+template <class E>
+struct HopperBwdArgs {
+  const float2* LD;  // (L2, D) per padded row: heads x Tr Br
+  float *dQ, *dK, *dV;
+  index_t n, n_keys;
+  Tiling tiling;  // Br x 128
+  Mask mask;
+  float scale, scale2;  // scale, and scale * log2(e)
+};
+
+// Byte offsets in the block's shared memory, from its first 1024-aligned byte.
+template <int kD>
+struct HopperBwdSmem {
+  static constexpr int Br = HopperBwdTiles<kD>::Br, Bc = kHopperBwdBc, kStages = kHopperBwdStages;
+  static constexpr int kK = 0, kV = Bc * kD * 2, kQ = 2 * kV;
+  static constexpr int kdO = kQ + kStages * Br * kD * 2;
+  static constexpr int kdST = kdO + kStages * Br * kD * 2;  // 2 buffers of Bc x Br
+  static constexpr int kLD = kdST + 2 * Bc * Br * 2;
+  static constexpr int kBarriers = kLD + kStages * Br * 8;
+  static constexpr int kBytes = kBarriers + 8 * (1 + 2 * kStages) + 1024;  // + alignment
+};
+
+// The fp32 values a consumer thread holds at once: dK, dV, and S^T with dP^T; then dK, dV, P^T
+// and dS^T as A fragments, and dQ's block (64 x 64, or 64 x d at d = 64).
+constexpr int hopper_bwd_consumer_registers(int d, int Br) {
+  const int first = d / 2 + d / 2 + Br / 2 + Br / 2, then = d + Br / 4 + Br / 4 + 32;
+  return first > then ? first : then;
+}
+
+// Whether the backward holds head dim D: 64-column halves, wgmma n of d (n64, n128) and of Br,
+// the shared memory and the consumer registers above.
+struct HopperBwdFits {
+  template <int kD>
+  static constexpr bool at() {
+    return (kD == 64 || kD == 128) && HopperBwdSmem<kD>::kBytes <= int(kSmemOptIn) &&
+           hopper_bwd_consumer_registers(kD, HopperBwdTiles<kD>::Br) <= kHopperConsumerRegisters;
+  }
+};
+static_assert(HopperBackwardHeadDims::all<HopperBwdFits>(),
+              "a head dim of hopper's backward (head_dims.hpp) that its tiles do not hold");
+static_assert(kernel_tiles(Impl::hopper, 64, Pass::bwd).Br == HopperBwdTiles<64>::Br &&
+                  kernel_tiles(Impl::hopper, 128, Pass::bwd).Br == HopperBwdTiles<128>::Br &&
+                  kernel_tiles(Impl::hopper, 64, Pass::bwd).Bc == kHopperBwdBc,
+              "the tiles the host says hopper's backward computes (cuda_api.hpp)");
+
+// (L2, D) of rows 0 .. rows_padded - 1 of each head: a warp per row, D in fp32 from O as stored.
+template <class E, int kD>
+__global__ void __launch_bounds__(128)
+    hopper_bwd_prep_kernel(const E* O, const E* dO, const float* L, float* Dsum, float2* LD,
+                           index_t heads, index_t n, index_t rows_padded) {
+  const index_t r = index_t(blockIdx.x) * 4 + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= heads * rows_padded) return;
+  const index_t head = r / rows_padded, q = r % rows_padded;
+  float sum = 0.0f;
+  if (q < n) {
+    const index_t row = head * n + q;
+    for (int x = lane; x < kD; x += 32) sum += float(O[row * kD + x]) * float(dO[row * kD + x]);
+  }
+  for (int k = 16; k > 0; k /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, k);
+  if (lane != 0) return;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float l = q < n ? L[head * n + q] : neg_inf<float>();
+  LD[r] = make_float2(is_neg_inf(l) ? __int_as_float(0x7f800000) : l * kLog2e, sum);
+  if (q < n) Dsum[head * n + q] = sum;
+}
+
+// X^T Y for warpgroup c's 64 rows of X (K_j or V_j) against the Br rows of Y (Q_i or dO_i), both
+// K-major in 64-column halves: d / 16 wgmma.
+template <class E, int kD, int Br>
+__device__ inline void issue_rows_by_rows(float (&acc)[Br / 8][4], const E* sX, const E* sY,
+                                          int c) {
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+    const E* x = sX + (kk / 4) * kHopperBwdBc * 64 + c * 64 * 64 + (kk % 4) * 16;
+    const E* y = sY + (kk / 4) * Br * 64 + (kk % 4) * 16;
+    hopper_ptx::wgmma_ss<E, Br>(acc, hopper_ptx::smem_descriptor(x, 16, 1024),
+                                hopper_ptx::smem_descriptor(y, 16, 1024), kk > 0);
+  }
+}
+
+// acc (64 keys x d) += A Y with A (64 x Br) in registers and Y (Br x d, Q_i or dO_i) read
+// transposed: Br / 16 wgmma.
+template <class E, int kD, int Br>
+__device__ inline void issue_frag_by_rows(float (&acc)[kD / 8][4],
+                                          const std::uint32_t (&a)[Br / 16][4], const E* sY) {
+#pragma unroll
+  for (int kt = 0; kt < Br / 16; ++kt)
+    hopper_ptx::wgmma_rs<E, kD>(acc, a[kt],
+                                hopper_ptx::smem_descriptor(sY + kt * 16 * 64, Br * 128, 1024));
+}
+
+// The warpgroup's dS^T A fragments (keys 64 c + 16 w + g (+ 8), queries 16 kt + 2 t (+ 1) (+ 8))
+// into sdST: rows are the Bc keys, each Br queries as 64-column halves of 128-byte swizzled rows.
+template <int Br>
+__device__ inline void store_dst(std::uint32_t* sdST, const std::uint32_t (&a)[Br / 16][4],
+                                 int key0) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int kt = 0; kt < Br / 16; ++kt)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {  // x: key g or g + 8 (bit 0), query chunk 2 kt or 2 kt + 1
+      const int key = key0 + g + 8 * (x & 1), q = 16 * kt + 8 * (x >> 1) + 2 * t;
+      const int half = q / 64, chunk = (q % 64) / 8;
+      sdST[(half * kHopperBwdBc * 64 + key * 64 + ((chunk ^ (key % 8)) * 8) + q % 8) / 2] =
+          a[kt][x];
+    }
+}
+
+// dQ's 64 x 64 block (columns c0..) of dS K_j over keys key0 .. key0 + kKeys - 1 of the tile:
+// dS read transposed out of sdST, K_j read transposed (keys are the k index): kKeys / 16 wgmma.
+template <class E, int kKeys>
+__device__ inline void issue_dq_block(float (&acc)[64 / 8][4], const E* sdST, const E* sK, int key0,
+                                      int c0) {
+#pragma unroll
+  for (int kt = 0; kt < kKeys / 16; ++kt) {
+    const E* a = sdST + (key0 + kt * 16) * 64;
+    const E* b = sK + (c0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64;
+    hopper_ptx::wgmma_ss_tt_n64<E>(acc, hopper_ptx::smem_descriptor(a, kHopperBwdBc * 128, 1024),
+                                   hopper_ptx::smem_descriptor(b, kHopperBwdBc * 128, 1024),
+                                   kt > 0);
+  }
+}
+
+// The lane's part of a 64-row fragment block (rows row0 + 16 w + g (+ 8), columns col0 + 8 nb +
+// 2 t (+ 1)) of X (row length kD), times scale: stored, or added by atomics.
+template <int kD, int N, bool kAdd>
+__device__ inline void write_block(float* X, const float (&acc)[N / 8][4], index_t row0,
+                                   index_t rows, int col0, float scale) {
+  const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const index_t row = row0 + 16 * w + g + 8 * r;
+    if (row >= rows) continue;
+#pragma unroll
+    for (int nb = 0; nb < N / 8; ++nb) {
+      float* to = X + row * kD + col0 + nb * 8 + 2 * t;
+      const float2 v = make_float2(acc[nb][2 * r] * scale, acc[nb][2 * r + 1] * scale);
+      if constexpr (kAdd)
+        atomicAdd(reinterpret_cast<float2*>(to), v);
+      else
+        *reinterpret_cast<float2*>(to) = v;
+    }
+  }
+}
+
+template <class E, int kD, bool kAtomicDq>
+__global__ void __launch_bounds__(kHopperThreads, 1)
+    hopper_bwd_kernel(const __grid_constant__ CUtensorMap tmQ,
+                      const __grid_constant__ CUtensorMap tmK,
+                      const __grid_constant__ CUtensorMap tmV,
+                      const __grid_constant__ CUtensorMap tmdO, const HopperBwdArgs<E> a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = HopperBwdSmem<kD>;
+  constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  E* sK = reinterpret_cast<E*>(smem + L::kK);
+  E* sV = reinterpret_cast<E*>(smem + L::kV);
+  E* sQ = reinterpret_cast<E*>(smem + L::kQ);
+  E* sdO = reinterpret_cast<E*>(smem + L::kdO);
+  E* sdST = reinterpret_cast<E*>(smem + L::kdST);
+  float2* sLD = reinterpret_cast<float2*>(smem + L::kLD);
+  std::uint64_t* full_kv = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
+  std::uint64_t* full = full_kv + 1;
+  std::uint64_t* empty = full + kStages;
+
+  const index_t j = blockIdx.x, head = blockIdx.y, k0 = j * Bc, Tr = a.tiling.Tr();
+  index_t i0 = 0;  // the query tiles that see key tile j: i0 .. Tr - 1 (masking is monotone)
+  while (i0 < Tr && a.tiling.classify(a.mask, i0, j) == TileKind::skipped) ++i0;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    hopper_ptx::mbarrier_init(full_kv, 1);
+    for (int s = 0; s < kStages; ++s) {
+      hopper_ptx::mbarrier_init(full + s, 1);
+      hopper_ptx::mbarrier_init(empty + s, 8);  // one arrival per consumer warp
+    }
+    hopper_ptx::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // the producer
+    hopper_ptx::setmaxnreg_dec<kHopperProducerRegisters>();
+    if (threadIdx.x != 0 || i0 == Tr) return;
+    hopper_ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Bc * kD * 2);
+    for (int h = 0; h < kD / 64; ++h) {
+      hopper_ptx::tma_load_3d(sK + h * Bc * 64, &tmK, h * 64, int(k0), int(head), full_kv);
+      hopper_ptx::tma_load_3d(sV + h * Bc * 64, &tmV, h * 64, int(k0), int(head), full_kv);
+    }
+    for (index_t i = i0; i < Tr; ++i) {
+      const index_t u = i - i0;
+      const int s = int(u % kStages);
+      if (u >= kStages) hopper_ptx::mbarrier_wait(empty + s, unsigned((u / kStages - 1) & 1));
+      hopper_ptx::mbarrier_arrive_expect_tx(full + s, 2 * Br * kD * 2 + Br * 8);
+      for (int h = 0; h < kD / 64; ++h) {
+        hopper_ptx::tma_load_3d(sQ + s * Br * kD + h * Br * 64, &tmQ, h * 64, int(i * Br),
+                                int(head), full + s);
+        hopper_ptx::tma_load_3d(sdO + s * Br * kD + h * Br * 64, &tmdO, h * 64, int(i * Br),
+                                int(head), full + s);
+      }
+      hopper_ptx::bulk_load(sLD + s * Br, a.LD + head * Tr * Br + i * Br, Br * 8, full + s);
+    }
+    return;
+  }
+
+  hopper_ptx::setmaxnreg_inc<kHopperConsumerRegisters>();
+  const int c = wg - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4, key_row = c * 64 + w * 16 + g;  // keys key_row (+ 8)
+  float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+  const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
+  if (i0 < Tr) hopper_ptx::mbarrier_wait(full_kv, 0);
+  for (index_t i = i0; i < Tr; ++i) {
+    const index_t u = i - i0, q0 = i * Br;
+    const int s = int(u % kStages);
+    const E* Qi = sQ + s * Br * kD;
+    const E* dOi = sdO + s * Br * kD;
+    const float2* LDi = sLD + s * Br;
+    hopper_ptx::mbarrier_wait(full + s, unsigned((u / kStages) & 1));
+
+    float st[Br / 8][4], dpt[Br / 8][4];  // S^T then P^T; dP^T then dS^T
+    hopper_ptx::wgmma_fence();
+    issue_rows_by_rows<E, kD, Br>(st, sK, Qi, c);
+    issue_rows_by_rows<E, kD, Br>(dpt, sV, dOi, c);
+    hopper_ptx::wgmma_commit();
+    hopper_ptx::wgmma_wait<0>();
+    hopper_ptx::fence_operands(st), hopper_ptx::fence_operands(dpt);
+
+    const bool edge = ragged || a.tiling.classify(a.mask, i, j) == TileKind::partial;
+#pragma unroll
+    for (int nb = 0; nb < Br / 8; ++nb) {
+      const float4 ld = *reinterpret_cast<const float4*>(LDi + nb * 8 + 2 * t);  // two rows' pairs
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = nb * 8 + 2 * t + (e & 1);
+        const float L2 = (e & 1) ? ld.z : ld.x, D = (e & 1) ? ld.w : ld.y;
+        float p = ptx::exp2_approx(fmaf(st[nb][e], a.scale2, -L2));
+        const index_t key = k0 + key_row + 8 * (e >> 1);
+        if (edge && (key >= a.n_keys || a.mask.masked(q0 + col, key))) p = 0.0f;
+        st[nb][e] = p;
+        dpt[nb][e] = softmax_grad(p, dpt[nb][e], D);
+      }
+    }
+    std::uint32_t pf[Br / 16][4], df[Br / 16][4];
+#pragma unroll
+    for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(pf[kt], st, kt);
+#pragma unroll
+    for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(df[kt], dpt, kt);
+    E* dST = sdST + int(u % 2) * Bc * Br;
+    if constexpr (kAtomicDq)
+      store_dst<Br>(reinterpret_cast<std::uint32_t*>(dST), df, c * 64 + w * 16);
+
+    hopper_ptx::wgmma_fence();
+    issue_frag_by_rows<E, kD, Br>(dv, pf, dOi);  // dV += P^T dO
+    issue_frag_by_rows<E, kD, Br>(dk, df, Qi);   // dK += dS^T Q
+    hopper_ptx::wgmma_commit();
+    if constexpr (kAtomicDq) {
+      // Warpgroup c's share of dQ_i += dS K_j (HopperBwdTiles): columns 64 c once both
+      // warpgroups' dS^T is in place, or its own keys.
+      constexpr bool kByColumns = HopperBwdTiles<kD>::kDqByColumns;
+      hopper_ptx::fence_proxy_async();
+      if constexpr (kByColumns)
+        hopper_ptx::named_barrier_sync(1, 256);
+      else
+        hopper_ptx::named_barrier_sync(1 + c, 128);  // this warpgroup's dS^T in place
+      const int c0 = kByColumns ? 64 * c : 0;
+      float dq[64 / 8][4];
+      hopper_ptx::wgmma_fence();
+      if constexpr (kByColumns)
+        issue_dq_block<E, Bc>(dq, dST, sK, 0, c0);
+      else
+        issue_dq_block<E, 64>(dq, dST, sK, 64 * c, c0);
+      hopper_ptx::wgmma_commit();
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(dq);
+      hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
+      hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
+      __syncwarp();
+      if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);  // Q_i, dO_i, LD_i read
+      write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0, a.n, c0, a.scale);
+    } else {
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
+      hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
+      __syncwarp();
+      if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);
+    }
+  }
+  const index_t key0 = k0 + c * 64;
+  write_block<kD, kD, false>(a.dK + head * a.n_keys * kD, dk, key0, a.n_keys, 0, a.scale);
+  write_block<kD, kD, false>(a.dV + head * a.n_keys * kD, dv, key0, a.n_keys, 0, 1.0f);
+#else
+  __trap();  // built for a GPU without sm_90a's instructions: the host refuses before launching
+#endif
+}
+
+}  // namespace fd::cuda
