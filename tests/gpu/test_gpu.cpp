@@ -302,7 +302,7 @@ TEST_CASE(
     "the rungs: mma's and hopper's backward give rows that see no key zero gradients; "
     "--deterministic is bit-identical") {
   for (Impl impl : kBackwardRungs) {
-    INFO(impl_name(impl));
+    INFO(std::string(impl_name(impl)));
     const RungCase c{1, 2, 90, 20, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
     const AttnParams p{true, CausalAlign::bottom_right, {}};
     Heads<float> in = random_heads<float>(Case{1, 2, 90, 20, 64, 64, 64}, 31);
@@ -342,7 +342,7 @@ TEST_CASE(
     for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::fp16);
     const AttnParams none{false, {}, {}};
     for (bool deterministic : {false, true}) {
-      INFO(impl_name(impl) << " deterministic=" << deterministic);
+      INFO(std::string(impl_name(impl)) << " deterministic=" << deterministic);
       const RungGradients g =
           rung_gradients(impl, Precision::fp16, RungCase{1, 1, n, m, d}, none, in, deterministic);
       for (const auto* x : {&g.dQ, &g.dK, &g.dV})
@@ -689,6 +689,33 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
       }
 }
 
+// Not a test either (-tc="hopper backward steps speed*" --no-skip): hopper's backward with dQ
+// added by the copy engine's bulk reduce and by atomics, side by side, at gpu_compare.py's shapes.
+TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
+  for (index_t n : {1024, 4096, 16384})
+    for (index_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        const index_t b = 16384 / n, h = 2048 / d;
+        const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
+        const double flops =
+            2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+        const std::vector<float> q = rounded(in.Q, Precision::bf16),
+                                 k = rounded(in.K, Precision::bf16),
+                                 v = rounded(in.V, Precision::bf16),
+                                 o = rounded(in.dO, Precision::bf16);
+        for (bool bulk_dq : {false, true}) {
+          auto t = cuda::hopper_time_backward_steps<float>(
+              {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
+              bulk_dq, q.data(), k.data(), v.data(), o.data(), 3, 20);
+          std::sort(t.ms.begin(), t.ms.end());
+          const double ms = t.ms[t.ms.size() / 2];
+          MESSAGE("hopper backward n=" << n << " d=" << d << " causal=" << causal
+                                       << " bulk_dq=" << bulk_dq << ": " << ms << " ms, "
+                                       << flops / ms / 1e9 << " TFLOP/s");
+        }
+      }
+}
+
 // Not a test either (-tc="rung backward speed*" --no-skip): mma's and hopper's backward at the
 // same shapes, FLOPs counted as 2.5 times the forward's.
 TEST_CASE("rung backward speed, printed" * doctest::skip()) {
@@ -710,9 +737,9 @@ TEST_CASE("rung backward speed, printed" * doctest::skip()) {
               impl, cuda::Pass::bwd, deterministic, q.data(), k.data(), v.data(), o.data(), 2, 10);
           std::sort(t.ms.begin(), t.ms.end());
           const double ms = t.ms[t.ms.size() / 2];
-          MESSAGE(impl_name(impl) << " backward d=" << d << " causal=" << causal
-                                  << " deterministic=" << deterministic << ": " << ms << " ms, "
-                                  << flops / ms / 1e9 << " TFLOP/s");
+          MESSAGE(std::string(impl_name(impl)) << " backward d=" << d << " causal=" << causal
+                                               << " deterministic=" << deterministic << ": " << ms
+                                               << " ms, " << flops / ms / 1e9 << " TFLOP/s");
         }
 }
 

@@ -30,9 +30,16 @@ template <class T>
 Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bool ping_pong,
                          bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps);
 
-// The backward of rung `impl` (mma) on host arrays: O and L from a forward (any path), dO given;
-// dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums. dQ by fp32 atomics, or, deterministic,
-// in its own pass (bit-reproducible).
+// hopper's backward with dQ added by the copy engine's bulk reduce (bulk_dq) or by each thread's
+// atomics: what the step buys.
+template <class T>
+Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v, bool bulk_dq,
+                                  const T* Q, const T* K, const T* V, const T* dO, int warmup,
+                                  int reps);
+
+// The backward of rung `impl` (mma, hopper) on host arrays: O and L from a forward (any path), dO
+// given; dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums. dQ by fp32 atomics, or,
+// deterministic, in its own pass (bit-reproducible).
 template <class T>
 void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
                    bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,

@@ -50,6 +50,15 @@ Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool, c
 template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
                                   const float*, const float*, const float*, int, int);
 
+template <class T>
+Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, const T*,
+                                  const T*, const T*, const T*, int, int) {
+  no_cuda();
+}
+template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool,
+                                           const float*, const float*, const float*, const float*,
+                                           int, int);
+
 double gemm_tflops_bf16(index_t, int) {
   no_cuda();
 }

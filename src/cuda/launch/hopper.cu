@@ -20,11 +20,12 @@
 namespace fd::cuda {
 namespace {
 
-// A tensor map of X (heads x rows x d elements of E, row-major) for TMA: boxes of `box_rows` rows
-// x 64 columns of one head, 128-byte swizzled, rows past `rows` read as zeros. The driver's
-// encoder is reached through the runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
-template <class E>
-CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int box_rows) {
+// A tensor map of X (heads x rows x d elements of T, row-major) for TMA: boxes of `box_rows` rows
+// x 128 bytes (64 bf16/fp16 or 32 fp32 columns) of one head, 128-byte swizzled, rows past `rows`
+// read as zeros (and left alone by a reduce). The driver's encoder is reached through the
+// runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
+template <class T>
+CUtensorMap tensor_map(const T* X, index_t heads, index_t rows, index_t d, int box_rows) {
   using Encode =
       CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -43,12 +44,13 @@ CUtensorMap tensor_map(const E* X, index_t heads, index_t rows, index_t d, int b
   // (a tensor with no rows still needs a dimension of 1: no block reads it, J = 0 there)
   const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
   const cuuint64_t dims[3] = {cuuint64_t(d), extent, cuuint64_t(heads)};
-  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(E), extent * cuuint64_t(d) * sizeof(E)};
-  const cuuint32_t box[3] = {64, cuuint32_t(box_rows), 1}, unit[3] = {1, 1, 1};
-  const CUresult r = encode(&map,
-                            std::is_same_v<E, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                            3, const_cast<E*>(X), dims, strides, box, unit,
+  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(T), extent * cuuint64_t(d) * sizeof(T)};
+  const cuuint32_t box[3] = {cuuint32_t(128 / sizeof(T)), cuuint32_t(box_rows), 1},
+                   unit[3] = {1, 1, 1};
+  const CUtensorMapDataType type = std::is_same_v<T, float>    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                               : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUresult r = encode(&map, type, 3, const_cast<T*>(X), dims, strides, box, unit,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
@@ -94,7 +96,8 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
 }
 
 template <class E, int kD>
-void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
+void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
+                              DqWay way) {
   using Tiles = HopperBwdTiles<kD>;
   const index_t heads = p.s.heads(), Tr = g.tiling.Tr(), padded = Tr * Tiles::Br;
   hopper_bwd_prep_kernel<E, kD><<<unsigned((heads * padded + 3) / 4), 128>>>(
@@ -102,6 +105,7 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
       padded);
   const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, kD, Tiles::Br);
   const CUtensorMap tmdO = tensor_map(g.dO.ptr, heads, p.s.n, kD, Tiles::Br);
+  const CUtensorMap tmdQ = tensor_map(g.dQ.ptr, heads, p.s.n, kD, 64);
   const HopperBwdArgs<E> a{reinterpret_cast<const float2*>(g.LD.ptr),
                            g.dQ.ptr,
                            g.dK.ptr,
@@ -116,13 +120,14 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
   const dim3 grid(unsigned(g.tiling.Tc()), unsigned(heads));
   auto run = [&](auto kernel) {
     allow_smem(kernel, bytes);
-    kernel<<<grid, kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, a);
+    kernel<<<grid, kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, tmdQ, a);
   };
   if (!deterministic) {
     check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
-    return run(hopper_bwd_kernel<E, kD, true>);
+    if (way == DqWay::atomics) return run(hopper_bwd_kernel<E, kD, DqWay::atomics>);
+    return run(hopper_bwd_kernel<E, kD, DqWay::bulk_add>);
   }
-  run(hopper_bwd_kernel<E, kD, false>);
+  run(hopper_bwd_kernel<E, kD, DqWay::separate>);
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it
   const Tiling mma_tiling{p.s.n, p.s.m, kBwdTile, kBwdTile};
   const BwdArgs<E> m{p.Q.ptr,  p.K.ptr, p.V.ptr, g.dO.ptr,   p.L.ptr, g.D.ptr, g.dQ.ptr, g.dK.ptr,
@@ -157,9 +162,11 @@ void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
 }
 
 template <class E>
-void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
+void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
+                            HopperSteps steps) {
+  const DqWay way = steps.bulk_dq ? DqWay::bulk_add : DqWay::atomics;
   if (!with_head_dim(HopperBackwardHeadDims{}, p.s.d, [&](auto dim) {
-        launch_hopper_backward_d<E, decltype(dim)::value>(p, g, deterministic);
+        launch_hopper_backward_d<E, decltype(dim)::value>(p, g, deterministic, way);
       }))
     no_kernel(Impl::hopper, p.s.d);
 }
@@ -171,7 +178,8 @@ template HopperMaps hopper_maps(Impl, const Shape&, const __half*, const __half*
 template void launch_hopper(const DeviceProblem<__nv_bfloat16>&, HopperSteps);
 template void launch_hopper(const DeviceProblem<__half>&, HopperSteps);
 template void launch_hopper_backward(const DeviceProblem<__nv_bfloat16>&,
-                                     BackwardArrays<__nv_bfloat16>&, bool);
-template void launch_hopper_backward(const DeviceProblem<__half>&, BackwardArrays<__half>&, bool);
+                                     BackwardArrays<__nv_bfloat16>&, bool, HopperSteps);
+template void launch_hopper_backward(const DeviceProblem<__half>&, BackwardArrays<__half>&, bool,
+                                     HopperSteps);
 
 }  // namespace fd::cuda

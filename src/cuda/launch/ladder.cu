@@ -77,7 +77,8 @@ auto with_element(const Shape& s, Variant v, Impl impl, F&& f, Pass pass = Pass:
 
 // One backward of the problem (O and L already in p) on its rung: mma's or hopper's.
 template <class E>
-void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic) {
+void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
+                     HopperSteps steps = {}) {
   if (p.s.heads() == 0 || p.s.n == 0) return;
   if (p.s.m == 0) {  // no keys: no gradient flows (dK, dV are empty), and D = rowsum(dO 0) = 0
     check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
@@ -87,7 +88,7 @@ void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deter
   if constexpr (std::is_same_v<E, float>) {
     throw CudaError("the simt rung has no backward");
   } else {
-    if (p.impl == Impl::hopper) return launch_hopper_backward(p, g, deterministic);
+    if (p.impl == Impl::hopper) return launch_hopper_backward(p, g, deterministic, steps);
     launch_mma_backward(p, g, deterministic);
   }
 }
@@ -175,6 +176,25 @@ Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, I
       Pass::bwd);
 }
 
+template <class T>
+Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v, bool bulk_dq,
+                                  const T* Q, const T* K, const T* V, const T* dO, int warmup,
+                                  int reps) {
+  return with_element<T>(
+      s, v, Impl::hopper,
+      [&](auto element) {
+        using E = typename decltype(element)::type;
+        DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
+        launch(p);
+        check_launch("the forward kernel");
+        BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
+        HopperSteps steps;
+        steps.bulk_dq = int(bulk_dq);
+        return time_events([&] { launch_backward(p, g, false, steps); }, warmup, reps);
+      },
+      Pass::bwd);
+}
+
 // cuBLAS, found at run time: the tool runs (and the package installs) without it.
 double gemm_tflops_bf16(index_t n, int reps) {
   require_gpu();
@@ -232,6 +252,9 @@ template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const 
                           const float*, const float*, int, int);
 template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
                                   const float*, const float*, const float*, int, int);
+template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool,
+                                           const float*, const float*, const float*, const float*,
+                                           int, int);
 template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const double*,
                           const double*, const double*, int, int);
 

@@ -136,9 +136,11 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
                   " has no kernel for d = " + std::to_string(d));
 }
 
-// Which of hopper's overlap steps are on; unset, the rung's own choice at that d.
+// Which of hopper's overlap steps are on; unset, the rung's own choice at that d. bulk_dq: its
+// backward adds dQ by the copy engine's bulk reduce (1, the default) or by atomics (0).
 struct HopperSteps {
   int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
+  int bulk_dq = 1;
 };
 
 // One forward of the problem on each rung (p.tiling.Tr() > 0, p.s.heads() > 0), the kernel
@@ -157,6 +159,7 @@ void launch_mma_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool d
 // hopper's backward (hopper.cu): (L2, D), then dK and dV with dQ by atomics or, when
 // deterministic, by mma's dQ kernel.
 template <class E>
-void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic);
+void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
+                            HopperSteps steps);
 
 }  // namespace fd::cuda

@@ -83,6 +83,31 @@ __device__ inline void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// Adds the box at (x, y, z) of the tensor map, read from shared memory at src, into global
+// memory (fp32 add, done by the copy engine; elements past the tensor are left alone), as one
+// bulk group: commit, then wait before src is written again.
+__device__ inline void tma_reduce_add_3d(const CUtensorMap* map, int x, int y, int z,
+                                         const void* src) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
+      " [%0, {%1, %2, %3}], [%4];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)),
+      "r"(x), "r"(y), "r"(z), "r"(ptx::smem_address(src))
+      : "memory");
+}
+__device__ inline void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most N bulk groups of this thread are still reading their shared memory.
+template <int N>
+__device__ inline void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most N bulk groups of this thread are still incomplete.
+template <int N>
+__device__ inline void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 __device__ inline void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
 }

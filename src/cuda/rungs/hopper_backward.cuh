@@ -20,7 +20,9 @@
 //       and dQ (atomic, the default): dS^T to shared memory, and each warpgroup computes a
 //       64 x 64 block of dS K_j (wgmma m64n64k16, both operands read transposed): at d = 128
 //       columns 64 c.. over all 128 keys (the two warpgroups meet first), at d = 64 all columns
-//       over its own 64 keys; added into dQ (zeroed first) by fp32 atomics, times scale
+//       over its own 64 keys; added into dQ (zeroed first), times scale, in one of two ways
+//       (DqWay): by each thread's fp32 atomics, or staged in shared memory and added by the copy
+//       engine's bulk reduce (one instruction per 64 x 32 box)
 //     then dK = scale dK and dV, from registers to global memory (fp32).
 //   With --deterministic the kernel skips dQ, and mma's dQ kernel (mma_backward.cuh) computes
 //   it per query tile: bit-identical runs.
@@ -30,6 +32,7 @@
 //   K_j, V_j          2 x 128 d                        d = 64: 32 KiB;  d = 128: 64 KiB
 //   Q_i, dO_i         2 stages x 2 x 64 d               32 KiB            64 KiB
 //   dS^T              2 buffers x 128 x 64              32 KiB            32 KiB
+//   dQ staging        2 warpgroups x 64 x 64 x 4 bytes  32 KiB            32 KiB
 //   (L2, D)_i         2 stages x 64 x 8 bytes, and 5 mbarriers
 // Registers of a consumer thread (fp32 accumulators, HopperBwdFits): dK, dV d / 2 each, S^T and
 // dP^T 32 each; then P^T and dS^T as A fragments (16 each) and dQ's block (32): 128 at d = 64,
@@ -60,6 +63,12 @@ struct HopperBwdTiles {
   static constexpr bool kDqByColumns = kD == 128;
 };
 
+// How the kernel gives dQ_i its share dS K_j of key tile j: not at all (mma's dQ kernel computes
+// dQ in its own pass: deterministic), by each thread's fp32 atomics from registers, or through
+// shared memory by the copy engine's bulk reduce-add (cp.reduce.async.bulk.tensor, one thread
+// issues it for the warpgroup's 64 x 64 block).
+enum class DqWay { separate, atomics, bulk_add };
+
 template <class E>
 struct HopperBwdArgs {
   const float2* LD;  // (L2, D) per padded row: heads x Tr Br
@@ -77,7 +86,8 @@ struct HopperBwdSmem {
   static constexpr int kK = 0, kV = Bc * kD * 2, kQ = 2 * kV;
   static constexpr int kdO = kQ + kStages * Br * kD * 2;
   static constexpr int kdST = kdO + kStages * Br * kD * 2;  // 2 buffers of Bc x Br
-  static constexpr int kLD = kdST + 2 * Bc * Br * 2;
+  static constexpr int kdQ = kdST + 2 * Bc * Br * 2;  // 2 warpgroups x 64 x 64 fp32 (bulk_add)
+  static constexpr int kLD = kdQ + 2 * 64 * 64 * 4;
   static constexpr int kBarriers = kLD + kStages * Br * 8;
   static constexpr int kBytes = kBarriers + 8 * (1 + 2 * kStages) + 1024;  // + alignment
 };
@@ -206,12 +216,31 @@ __device__ inline void write_block(float* X, const float (&acc)[N / 8][4], index
   }
 }
 
-template <class E, int kD, bool kAtomicDq>
+// The lane's part of dQ's 64 x 64 block, times scale, into the warpgroup's staging tile: two
+// halves of 32 fp32 columns, 128-byte rows swizzled as the dQ tensor map's boxes are.
+__device__ inline void stage_dq(float* sdQ, const float (&acc)[64 / 8][4], float scale) {
+  const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = 16 * w + g + 8 * r;
+#pragma unroll
+    for (int nb = 0; nb < 8; ++nb) {
+      const int col = nb * 8 + 2 * t, chunk = (col % 32) / 4;
+      float* to = sdQ + (col / 32) * 64 * 32 + row * 32 + ((chunk ^ (row % 8)) * 4) + col % 4;
+      *reinterpret_cast<float2*>(to) =
+          make_float2(acc[nb][2 * r] * scale, acc[nb][2 * r + 1] * scale);
+    }
+  }
+}
+
+template <class E, int kD, DqWay kDq>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_bwd_kernel(const __grid_constant__ CUtensorMap tmQ,
                       const __grid_constant__ CUtensorMap tmK,
                       const __grid_constant__ CUtensorMap tmV,
-                      const __grid_constant__ CUtensorMap tmdO, const HopperBwdArgs<E> a) {
+                      const __grid_constant__ CUtensorMap tmdO,
+                      const __grid_constant__ CUtensorMap tmdQ, const HopperBwdArgs<E> a) {
+  constexpr bool kAtomicDq = kDq != DqWay::separate;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmem<kD>;
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
@@ -224,6 +253,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   E* sdO = reinterpret_cast<E*>(smem + L::kdO);
   E* sdST = reinterpret_cast<E*>(smem + L::kdST);
   float2* sLD = reinterpret_cast<float2*>(smem + L::kLD);
+  float* sdQ = reinterpret_cast<float*>(smem + L::kdQ);
   std::uint64_t* full_kv = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
   std::uint64_t* full = full_kv + 1;
   std::uint64_t* empty = full + kStages;
@@ -339,7 +369,23 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
       __syncwarp();
       if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);  // Q_i, dO_i, LD_i read
-      write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0, a.n, c0, a.scale);
+      if constexpr (kDq == DqWay::atomics) {
+        write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0, a.n, c0, a.scale);
+      } else {  // the staging tile free (the last reduce has read it), filled, then reduced
+        float* mine = sdQ + c * 64 * 64;
+        const bool issuer = threadIdx.x % 128 == 0;
+        if (issuer) hopper_ptx::bulk_wait_read<0>();
+        hopper_ptx::named_barrier_sync(3 + c, 128);
+        stage_dq(mine, dq, a.scale);
+        hopper_ptx::fence_proxy_async();
+        hopper_ptx::named_barrier_sync(3 + c, 128);
+        if (issuer) {
+          for (int h = 0; h < 2; ++h)
+            hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0), int(head),
+                                          mine + h * 64 * 32);
+          hopper_ptx::bulk_commit();
+        }
+      }
     } else {
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
@@ -348,6 +394,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);
     }
   }
+  if (kDq == DqWay::bulk_add && threadIdx.x % 128 == 0) hopper_ptx::bulk_wait<0>();
   const index_t key0 = k0 + c * 64;
   write_block<kD, kD, false>(a.dK + head * a.n_keys * kD, dk, key0, a.n_keys, 0, a.scale);
   write_block<kD, kD, false>(a.dV + head * a.n_keys * kD, dv, key0, a.n_keys, 0, 1.0f);
