@@ -2,8 +2,8 @@
 // tc, mma, hopper), bottom to top, on one case, in one table. Each rung is run, verified and timed
 // exactly as `bench` does it (flashdemo/tools/benchmark.hpp: the same inputs, FLOPs, sampled
 // verification before timing, device-timed runs); teaching and simt in fp32, tc, mma and hopper
-// in --dtype (bf16 or fp16); --pass fwd or bwd (the backward: teaching and mma; simt, tc and
-// hopper refuse it; hopper fails with its reason on a GPU other than sm_90). Above the
+// in --dtype (bf16 or fp16); --pass fwd or bwd (the backward: teaching, mma and hopper; simt and
+// tc refuse it; hopper fails with its reason on a GPU other than sm_90). Above the
 // table, cuBLAS's bf16 GEMM in the same run, the ceiling each rung is a share of. A rung that
 // refuses the case or the pass (cuda::refuses) or fails gets a row saying why; the exit code
 // is 1 only when a rung that ran failed its verification.
@@ -42,7 +42,7 @@ struct LadderOptions : ProblemShape {                    // b, h, n, m (0: n), d
   std::uint32_t seed = 0;
 };
 
-Msg idea(Impl rung) {
+Msg idea(Impl rung, bench::Pass pass) {
   switch (rung) {
     case Impl::simt:
       return Msg::idea_simt;
@@ -51,7 +51,7 @@ Msg idea(Impl rung) {
     case Impl::mma:
       return Msg::idea_mma;
     case Impl::hopper:
-      return Msg::idea_hopper;
+      return pass == bench::Pass::bwd ? Msg::idea_hopper_bwd : Msg::idea_hopper;
     default:
       return Msg::idea_teaching;
   }
@@ -128,7 +128,7 @@ void emit_json(const LadderOptions& o, const std::vector<Row>& rows, double ceil
     const Row& r = rows[k];
     nlohmann::json j = {{"impl", impl_name(r.rung)},
                         {"rung", r.step},
-                        {"idea", ui::text(idea(r.rung), ui::Lang::en)},
+                        {"idea", ui::text(idea(r.rung, o.pass), ui::Lang::en)},
                         {"device", "cuda"},
                         {"dtype", precision_name(r.precision)},
                         {"pass", bench::pass_name(o.pass)},
@@ -197,7 +197,7 @@ void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ce
     if (!m.timed) {
       const Verdict& v = m.verdict;
       ui::result(Msg::ladder_unverified_row, impl_name(r.rung), dtype, "", "", "", "",
-                 ui::tr(Msg::ladder_no), ui::tr(idea(r.rung)),
+                 ui::tr(Msg::ladder_no), ui::tr(idea(r.rung, o.pass)),
                  ui::tr(Msg::bench_unverified, ui::sci(v.err), v.worst, ui::sci(v.bound)));
       continue;
     }
@@ -206,7 +206,7 @@ void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ce
                fmt::format("{:.3f}", m.times.median_ms), fmt::format("{:.1f}", m.tflops),
                ceiling > 0 ? fmt::format("{:.1f}%", 100.0 * m.tflops / ceiling) : "",
                base ? fmt::format("{:.2f}x", base->m->times.median_ms / m.times.median_ms) : "-",
-               ui::tr(Msg::ladder_yes), ui::tr(idea(r.rung)));
+               ui::tr(Msg::ladder_yes), ui::tr(idea(r.rung, o.pass)));
   }
 }
 

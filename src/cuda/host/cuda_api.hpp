@@ -91,7 +91,7 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
 
 // Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
 // through fp32 atomics or, with deterministic, in a separate pass over query tiles, bit-
-// reproducible (teaching and mma; mma takes bf16/fp16 in variant.p_in, its tiles fixed). L_lo
+// reproducible (teaching, mma and hopper; mma and hopper take bf16/fp16 in variant.p_in, its tiles fixed). L_lo
 // may be null.
 template <class T>
 void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, Impl impl,
@@ -103,7 +103,7 @@ void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant
 struct Timing {
   std::vector<double> ms;
 };
-// impl: the rung timed (the backward: teaching and mma); variant.p_in: bf16/fp16 for tc and mma.
+// impl: the rung timed (the backward: teaching, mma, hopper); variant.p_in: bf16/fp16 for tc and mma.
 template <class T>
 Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
                     Impl impl, Pass pass, bool deterministic, const T* Q, const T* K, const T* V,

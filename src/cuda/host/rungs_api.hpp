@@ -31,11 +31,12 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bo
                          bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps);
 
 // hopper's backward with dQ added by the copy engine's bulk reduce (bulk_dq) or by each thread's
-// atomics: what the step buys.
+// atomics, cut between its warpgroups by columns (dq_by_columns 1, d = 128 only) or by keys (0;
+// -1: the rung's default): what each step buys.
 template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v, bool bulk_dq,
-                                  const T* Q, const T* K, const T* V, const T* dO, int warmup,
-                                  int reps);
+                                  int dq_by_columns, const T* Q, const T* K, const T* V,
+                                  const T* dO, int warmup, int reps);
 
 // The backward of rung `impl` (mma, hopper) on host arrays: O and L from a forward (any path), dO
 // given; dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums. dQ by fp32 atomics, or,

@@ -51,11 +51,11 @@ template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool
                                   const float*, const float*, const float*, int, int);
 
 template <class T>
-Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, const T*,
+Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, int, const T*,
                                   const T*, const T*, const T*, int, int) {
   no_cuda();
 }
-template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool,
+template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, int,
                                            const float*, const float*, const float*, const float*,
                                            int, int);
 

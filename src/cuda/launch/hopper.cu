@@ -97,7 +97,7 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
 
 template <class E, int kD>
 void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
-                              DqWay way) {
+                              HopperSteps steps) {
   using Tiles = HopperBwdTiles<kD>;
   const index_t heads = p.s.heads(), Tr = g.tiling.Tr(), padded = Tr * Tiles::Br;
   hopper_bwd_prep_kernel<E, kD><<<unsigned((heads * padded + 3) / 4), 128>>>(
@@ -116,18 +116,26 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
                            p.mask,
                            p.scale,
                            p.scale2};
-  constexpr std::size_t bytes = HopperBwdSmem<kD>::kBytes;
   const dim3 grid(unsigned(g.tiling.Tc()), unsigned(heads));
-  auto run = [&](auto kernel) {
+  auto run = [&](auto kernel, std::size_t bytes) {
     allow_smem(kernel, bytes);
     kernel<<<grid, kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, tmdQ, a);
   };
-  if (!deterministic) {
+  constexpr bool kColumns = HopperBwdTiles<kD>::kDqByColumns;
+  constexpr std::size_t bytes = HopperBwdSmem<kD>::kBytes;
+  if (deterministic) {
+    run(hopper_bwd_kernel<E, kD, DqWay::separate, kColumns>, bytes);
+  } else {
     check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
-    if (way == DqWay::atomics) return run(hopper_bwd_kernel<E, kD, DqWay::atomics>);
-    return run(hopper_bwd_kernel<E, kD, DqWay::bulk_add>);
+    const bool columns = steps.dq_by_columns < 0 ? kColumns : steps.dq_by_columns != 0;
+    if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, DqWay::atomics, kColumns>, bytes);
+    if constexpr (kD == 128) {  // (the cut by columns is written for d = 128)
+      if (columns != kColumns)
+        return run(hopper_bwd_kernel<E, kD, DqWay::bulk_add, !kColumns>,
+                   HopperBwdSmem<kD, !kColumns>::kBytes);
+    }
+    return run(hopper_bwd_kernel<E, kD, DqWay::bulk_add, kColumns>, bytes);
   }
-  run(hopper_bwd_kernel<E, kD, DqWay::separate>);
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it
   const Tiling mma_tiling{p.s.n, p.s.m, kBwdTile, kBwdTile};
   const BwdArgs<E> m{p.Q.ptr,  p.K.ptr, p.V.ptr, g.dO.ptr,   p.L.ptr, g.D.ptr, g.dQ.ptr, g.dK.ptr,
@@ -164,9 +172,8 @@ void launch_hopper(const DeviceProblem<E>& p, HopperSteps steps) {
 template <class E>
 void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
                             HopperSteps steps) {
-  const DqWay way = steps.bulk_dq ? DqWay::bulk_add : DqWay::atomics;
   if (!with_head_dim(HopperBackwardHeadDims{}, p.s.d, [&](auto dim) {
-        launch_hopper_backward_d<E, decltype(dim)::value>(p, g, deterministic, way);
+        launch_hopper_backward_d<E, decltype(dim)::value>(p, g, deterministic, steps);
       }))
     no_kernel(Impl::hopper, p.s.d);
 }

@@ -178,8 +178,8 @@ Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, I
 
 template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v, bool bulk_dq,
-                                  const T* Q, const T* K, const T* V, const T* dO, int warmup,
-                                  int reps) {
+                                  int dq_by_columns, const T* Q, const T* K, const T* V,
+                                  const T* dO, int warmup, int reps) {
   return with_element<T>(
       s, v, Impl::hopper,
       [&](auto element) {
@@ -189,7 +189,7 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
         check_launch("the forward kernel");
         BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
         HopperSteps steps;
-        steps.bulk_dq = int(bulk_dq);
+        steps.bulk_dq = int(bulk_dq), steps.dq_by_columns = dq_by_columns;
         return time_events([&] { launch_backward(p, g, false, steps); }, warmup, reps);
       },
       Pass::bwd);
@@ -252,7 +252,7 @@ template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const 
                           const float*, const float*, int, int);
 template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
                                   const float*, const float*, const float*, int, int);
-template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool,
+template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, int,
                                            const float*, const float*, const float*, const float*,
                                            int, int);
 template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const double*,

@@ -6,7 +6,8 @@
 //                            stored as pairs (L2_q, D_q); L2 = +inf where the row saw no key or
 //                            is padding (its P is then 0: zero gradients, no NaN)
 //   hopper_bwd_kernel        block (key tile j of Bc = 128 keys, head), three warpgroups:
-//     warpgroup 0, the producer (24 registers): one thread loads K_j and V_j once by TMA, then
+//     warpgroup 0, the producer (24 registers): one thread loads K_j and V_j once by TMA (issued
+//       with the barriers' initialization, before the block's first __syncthreads), then
 //       for each query tile i that sees key tile j, Q_i, dO_i (TMA) and (L2, D)_i (a bulk copy)
 //       into stage i % 2, once the consumers have released that stage
 //     warpgroups 1 and 2, the consumers (240 registers): warpgroup c owns keys 64 c .. 64 c + 63
@@ -51,16 +52,19 @@
 
 namespace fd::cuda {
 
-inline constexpr int kHopperBwdBc = 128, kHopperBwdStages = 2;
+inline constexpr int kHopperBwdBc = 128;
 
 // Br = 64 query rows a step. dQ_i's share of key tile j, dS K_j, is cut between the two
-// consumer warpgroups by its columns at d = 128 (warpgroup c: columns 64 c.., over all 128 keys,
-// after both have stored their dS^T), and by the keys at d = 64 (warpgroup c: its own 64 keys,
-// all 64 columns, no meeting; both add into the same dQ rows).
+// consumer warpgroups either by its columns (warpgroup c: columns 64 c.., over all 128 keys,
+// after both have stored their dS^T: d = 128 only) or by the keys (warpgroup c: its own 64 keys,
+// every column in blocks of 64, no meeting; both add into the same dQ rows). kDqByColumns: the
+// faster, measured (docs/gpu-ladder.md).
+// kStages: Q_i, dO_i stages in flight (a third, where d = 64 leaves room, measured no faster).
 template <int kD>
 struct HopperBwdTiles {
   static constexpr int Br = 64, Bc = kHopperBwdBc;
   static constexpr bool kDqByColumns = kD == 128;
+  static constexpr int kStages = 2;
 };
 
 // How the kernel gives dQ_i its share dS K_j of key tile j: not at all (mma's dQ kernel computes
@@ -79,15 +83,18 @@ struct HopperBwdArgs {
   float scale, scale2;  // scale, and scale * log2(e)
 };
 
-// Byte offsets in the block's shared memory, from its first 1024-aligned byte.
-template <int kD>
+// Byte offsets in the block's shared memory, from its first 1024-aligned byte. dQ's staging: a
+// 64 x 64 fp32 block per warpgroup per column block it adds (d / 64 when cut by the keys).
+template <int kD, bool kDqByColumns = HopperBwdTiles<kD>::kDqByColumns>
 struct HopperBwdSmem {
-  static constexpr int Br = HopperBwdTiles<kD>::Br, Bc = kHopperBwdBc, kStages = kHopperBwdStages;
+  static constexpr int kDqBlocks = kDqByColumns ? 1 : kD / 64;
+  static constexpr int Br = HopperBwdTiles<kD>::Br, Bc = kHopperBwdBc;
+  static constexpr int kStages = HopperBwdTiles<kD>::kStages;
   static constexpr int kK = 0, kV = Bc * kD * 2, kQ = 2 * kV;
   static constexpr int kdO = kQ + kStages * Br * kD * 2;
   static constexpr int kdST = kdO + kStages * Br * kD * 2;  // 2 buffers of Bc x Br
-  static constexpr int kdQ = kdST + 2 * Bc * Br * 2;  // 2 warpgroups x 64 x 64 fp32 (bulk_add)
-  static constexpr int kLD = kdQ + 2 * 64 * 64 * 4;
+  static constexpr int kdQ = kdST + 2 * Bc * Br * 2;  // 2 warpgroups x kDqBlocks x 64 x 64 fp32
+  static constexpr int kLD = kdQ + 2 * kDqBlocks * 64 * 64 * 4;
   static constexpr int kBarriers = kLD + kStages * Br * 8;
   static constexpr int kBytes = kBarriers + 8 * (1 + 2 * kStages) + 1024;  // + alignment
 };
@@ -233,7 +240,7 @@ __device__ inline void stage_dq(float* sdQ, const float (&acc)[64 / 8][4], float
   }
 }
 
-template <class E, int kD, DqWay kDq>
+template <class E, int kD, DqWay kDq, bool kByColumns>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_bwd_kernel(const __grid_constant__ CUtensorMap tmQ,
                       const __grid_constant__ CUtensorMap tmK,
@@ -242,7 +249,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                       const __grid_constant__ CUtensorMap tmdQ, const HopperBwdArgs<E> a) {
   constexpr bool kAtomicDq = kDq != DqWay::separate;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = HopperBwdSmem<kD>;
+  using L = HopperBwdSmem<kD, kByColumns>;
+  static_assert(!kByColumns || kD == 128, "dQ cut by columns: two blocks of 64, d = 128");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
@@ -269,17 +277,19 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::mbarrier_init(empty + s, 8);  // one arrival per consumer warp
     }
     hopper_ptx::fence_barrier_init();
+    if (i0 < Tr) {  // K_j and V_j on their way before any consumer waits for them
+      hopper_ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Bc * kD * 2);
+      for (int h = 0; h < kD / 64; ++h) {
+        hopper_ptx::tma_load_3d(sK + h * Bc * 64, &tmK, h * 64, int(k0), int(head), full_kv);
+        hopper_ptx::tma_load_3d(sV + h * Bc * 64, &tmV, h * 64, int(k0), int(head), full_kv);
+      }
+    }
   }
   __syncthreads();
 
   if (wg == 0) {  // the producer
     hopper_ptx::setmaxnreg_dec<kHopperProducerRegisters>();
     if (threadIdx.x != 0 || i0 == Tr) return;
-    hopper_ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Bc * kD * 2);
-    for (int h = 0; h < kD / 64; ++h) {
-      hopper_ptx::tma_load_3d(sK + h * Bc * 64, &tmK, h * 64, int(k0), int(head), full_kv);
-      hopper_ptx::tma_load_3d(sV + h * Bc * 64, &tmV, h * 64, int(k0), int(head), full_kv);
-    }
     for (index_t i = i0; i < Tr; ++i) {
       const index_t u = i - i0;
       const int s = int(u % kStages);
@@ -348,42 +358,46 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_ptx::wgmma_commit();
     if constexpr (kAtomicDq) {
       // Warpgroup c's share of dQ_i += dS K_j (HopperBwdTiles): columns 64 c once both
-      // warpgroups' dS^T is in place, or its own keys.
-      constexpr bool kByColumns = HopperBwdTiles<kD>::kDqByColumns;
+      // warpgroups' dS^T is in place, or its own keys, block by block of 64 columns.
       hopper_ptx::fence_proxy_async();
       if constexpr (kByColumns)
         hopper_ptx::named_barrier_sync(1, 256);
       else
         hopper_ptx::named_barrier_sync(1 + c, 128);  // this warpgroup's dS^T in place
-      const int c0 = kByColumns ? 64 * c : 0;
-      float dq[64 / 8][4];
-      hopper_ptx::wgmma_fence();
-      if constexpr (kByColumns)
-        issue_dq_block<E, Bc>(dq, dST, sK, 0, c0);
-      else
-        issue_dq_block<E, 64>(dq, dST, sK, 64 * c, c0);
-      hopper_ptx::wgmma_commit();
-      hopper_ptx::wgmma_wait<0>();
-      hopper_ptx::fence_operands(dq);
-      hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
-      hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
-      __syncwarp();
-      if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);  // Q_i, dO_i, LD_i read
-      if constexpr (kDq == DqWay::atomics) {
-        write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0, a.n, c0, a.scale);
-      } else {  // the staging tile free (the last reduce has read it), filled, then reduced
-        float* mine = sdQ + c * 64 * 64;
-        const bool issuer = threadIdx.x % 128 == 0;
-        if (issuer) hopper_ptx::bulk_wait_read<0>();
-        hopper_ptx::named_barrier_sync(3 + c, 128);
-        stage_dq(mine, dq, a.scale);
-        hopper_ptx::fence_proxy_async();
-        hopper_ptx::named_barrier_sync(3 + c, 128);
-        if (issuer) {
-          for (int h = 0; h < 2; ++h)
-            hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0), int(head),
-                                          mine + h * 64 * 32);
-          hopper_ptx::bulk_commit();
+      const bool issuer = threadIdx.x % 128 == 0;
+      if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait_read<0>();  // staging free
+#pragma unroll
+      for (int blk = 0; blk < L::kDqBlocks; ++blk) {
+        const int c0 = kByColumns ? 64 * c : 64 * blk;
+        float dq[64 / 8][4];
+        hopper_ptx::wgmma_fence();
+        if constexpr (kByColumns)
+          issue_dq_block<E, Bc>(dq, dST, sK, 0, c0);
+        else
+          issue_dq_block<E, 64>(dq, dST, sK, 64 * c, c0);
+        hopper_ptx::wgmma_commit();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(dq);
+        if (blk == 0) {
+          hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
+          hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
+          __syncwarp();
+          if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);  // Q_i, dO_i, LD_i read
+        }
+        if constexpr (kDq == DqWay::atomics) {
+          write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0, a.n, c0, a.scale);
+        } else {  // staged (once every thread knows the staging is free), then reduced
+          float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
+          if (blk == 0) hopper_ptx::named_barrier_sync(3 + c, 128);
+          stage_dq(mine, dq, a.scale);
+          hopper_ptx::fence_proxy_async();
+          hopper_ptx::named_barrier_sync(3 + c, 128);
+          if (issuer) {
+            for (int h = 0; h < 2; ++h)
+              hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0), int(head),
+                                            mine + h * 64 * 32);
+            hopper_ptx::bulk_commit();
+          }
         }
       }
     } else {
