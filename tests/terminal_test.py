@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -243,24 +244,33 @@ expect("\x1b[" in colour(["forward", "--causal", "--color", "always"], {"NO_COLO
 
 
 # The progress line: on stderr, a terminal, for runs past a second; redrawn in place, then erased.
+# The terminal is drained while the run goes on (a thread): a slow run (under the sanitizers, on
+# a loaded machine) redraws its line often enough to fill the terminal's buffer, and would then
+# wait on its stderr while this waited on its stdout.
 def stderr_on_pty(args):
     master, slave = pty.openpty()
     p = subprocess.Popen([exe] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=slave, env=dict(os.environ, LC_ALL="C", LANG="C"))
     os.close(slave)
+    chunks = []
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
     out = p.stdout.read()
     p.wait()
-    data = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        data += chunk
+    reader.join()
     os.close(master)
-    return p.returncode, out.decode(), data.decode()
+    return p.returncode, out.decode(), b"".join(chunks).decode()
 
 
 code, out, err = stderr_on_pty(["backward", "--n", "1500", "--d", "64", "--trace", "none"])
