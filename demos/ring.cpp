@@ -47,7 +47,7 @@ namespace {
 
 using ui::Msg;
 
-constexpr index_t kMaxSize = 16384;
+constexpr index_t kMaxRingSize = 16384;
 constexpr index_t kShownRanks = 8, kShownSteps = 8;  // the text's grid
 
 enum class Layout { automatic, contiguous, zigzag };
@@ -526,7 +526,7 @@ void run_ring(const RingOptions& o) {
 void setup_ring(CLI::App& app) {
   auto o = std::make_shared<RingOptions>();
   CLI::App* sub = app.add_subcommand("ring", ui::tr(Msg::ring_help));
-  add_shape(sub, *o, {false, kMaxSize, 256, Msg::ring_opt_n, Msg::ring_opt_m});
+  add_shape(sub, *o, {false, kMaxRingSize, 256, Msg::ring_opt_n, Msg::ring_opt_m});
   add_count(sub, "--ranks", o->ranks, ui::tr(Msg::ring_opt_ranks), kMaxRingRanks)
       ->default_str("4 (cuda: 1), or mpirun's");
   add_dtype(sub, o->dtype, true, ui::tr(Msg::decode_opt_dtype))->default_str("fp32");

@@ -12,7 +12,7 @@
 namespace fd::ui {
 namespace {
 
-std::string kind_name(TileKind kind) {
+std::string kind_label(TileKind kind) {
   switch (kind) {
     case TileKind::full:
       return tr(Msg::kind_full);
@@ -128,7 +128,7 @@ void ForwardTrace::on(const TileEvent& e) {
   flush_skipped();
   const index_t grew = rows_with_new_max(e);
   say_raw(fmt::format("  {} {:<7} {:>15} → {} {}  {:<{}} {}\n",
-                      lead(w_, tile_name(e.i, e.j), e.rows, e.cols), kind_name(e.kind),
+                      lead(w_, tile_name(e.i, e.j), e.rows, e.cols), kind_label(e.kind),
                       span(e.m_old, 3), cell(span(e.m_new, 3), 15, grew > 0),
                       cell(fmt::format("{}/{}", grew, e.m_old.size()), 7, grew > 0, false),
                       strongest_rescale(e), w_.alpha, span(e.l, 2)));
@@ -162,7 +162,7 @@ void ForwardTrace::flush_skipped() {
   const std::string count =
       skipped_count_ == 1 ? tr(Msg::one_tile) : tr(Msg::n_tiles, skipped_count_);
   say_raw(paint(fmt::format("  {} {:<7} {}", lead(w_, tiles, e.rows, e.cols),
-                            kind_name(TileKind::skipped), tr(Msg::skipped_tiles, count)),
+                            kind_label(TileKind::skipped), tr(Msg::skipped_tiles, count)),
                 Paint::dim) +
           "\n");
   skipped_.reset();
@@ -191,7 +191,7 @@ void BackwardTrace::on(const BackwardTileEvent& e) {
   p_all.insert(p_all.end(), e.p_max.begin(), e.p_max.end());
   ds_all.insert(ds_all.end(), e.ds_max.begin(), e.ds_max.end());
   say_raw(fmt::format("  {} {:<7}  {:<22} {:<20} {}\n",
-                      lead(w_, tile_name(e.i, e.j), e.rows, e.cols), kind_name(e.kind),
+                      lead(w_, tile_name(e.i, e.j), e.rows, e.cols), kind_label(e.kind),
                       span(p_all, 4), span(e.D, 4), span(ds_all, 4)));
   if (level_ < TraceLevel::rows) return;
   for (std::size_t r = 0; r < e.L.size(); ++r)

@@ -12,18 +12,15 @@ using namespace fd;
 
 namespace {
 
-struct Case {
+struct FastCase {
   index_t b, h, n, m, d, Br, Bc;
 };
 
-const Case kCases[] = {{1, 1, 100, 100, 32, 16, 24},
-                       {2, 3, 37, 53, 5, 8, 16},
-                       {1, 1, 5, 5, 3, 16, 16},
-                       {1, 2, 1, 7, 4, 4, 4},
-                       {1, 1, 20, 9, 4, 4, 8},
-                       {2, 1, 9, 20, 64, 8, 8},
-                       {1, 1, 300, 260, 16, 128, 256},
-                       {2, 5, 9, 11, 8, 16, 16}};  // one tile a head: heads taken 4 at a time
+const FastCase kFastCases[] = {
+    {1, 1, 100, 100, 32, 16, 24},   {2, 3, 37, 53, 5, 8, 16}, {1, 1, 5, 5, 3, 16, 16},
+    {1, 2, 1, 7, 4, 4, 4},          {1, 1, 20, 9, 4, 4, 8},   {2, 1, 9, 20, 64, 8, 8},
+    {1, 1, 300, 260, 16, 128, 256}, {2, 5, 9, 11, 8, 16, 16}};  // one tile a head: heads taken 4 at
+                                                                // a time
 
 template <class T>
 std::vector<T> draw(TorchGenerator& gen, index_t count) {
@@ -39,7 +36,7 @@ Mat<T> head(const std::vector<T>& x, index_t h, index_t rows, index_t d) {
 }  // namespace
 
 TEST_CASE_TEMPLATE("fast forward and backward match the reference", T, float, double) {
-  for (const Case& c : kCases) {
+  for (const FastCase& c : kFastCases) {
     for (bool causal : {false, true}) {
       for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
         INFO("b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m << " d=" << c.d

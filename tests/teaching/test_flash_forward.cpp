@@ -13,17 +13,18 @@ using namespace fd;
 
 namespace {
 
-struct Shape {
+struct ForwardShape {
   index_t n, m, d, Br, Bc;
 };
 
 // n, m not multiples of the tiles; tiles larger than n; n != m both ways; n = 1; m = 1; d = 1.
-const Shape kShapes[] = {{100, 100, 32, 16, 24}, {37, 53, 5, 8, 16}, {5, 5, 3, 16, 16},
-                         {1, 7, 4, 3, 2},        {9, 1, 3, 2, 2},    {13, 13, 1, 4, 4},
-                         {20, 9, 4, 3, 5},       {9, 20, 4, 3, 5},   {16, 16, 8, 1, 1}};
+const ForwardShape kForwardShapes[] = {
+    {100, 100, 32, 16, 24}, {37, 53, 5, 8, 16}, {5, 5, 3, 16, 16},
+    {1, 7, 4, 3, 2},        {9, 1, 3, 2, 2},    {13, 13, 1, 4, 4},
+    {20, 9, 4, 3, 5},       {9, 20, 4, 3, 5},   {16, 16, 8, 1, 1}};
 
 template <class T>
-void check_against_reference(const Shape& s, const AttnParams& p) {
+void check_forward_against_reference(const ForwardShape& s, const AttnParams& p) {
   TorchGenerator gen(3);
   const Mat<double> Q = gen.randn_matrix<double>(s.n, s.d), K = gen.randn_matrix<double>(s.m, s.d),
                     V = gen.randn_matrix<double>(s.m, s.d);
@@ -34,7 +35,7 @@ void check_against_reference(const Shape& s, const AttnParams& p) {
   test::check_outputs<T>({out.O, out.L, {}, {}, {}}, test::Expected<T>(pr), "teaching");
 }
 
-class Counter : public TraceSink {
+class ForwardCounter : public TraceSink {
  public:
   void on(const TileEvent& e) override {
     ++computed;
@@ -48,7 +49,7 @@ class Counter : public TraceSink {
 }  // namespace
 
 TEST_CASE_TEMPLATE("tiled forward matches the reference over odd shapes", T, float, double) {
-  for (const Shape& s : kShapes) {
+  for (const ForwardShape& s : kForwardShapes) {
     for (bool causal : {false, true}) {
       for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
         INFO("s.n=" << s.n << " "
@@ -58,15 +59,17 @@ TEST_CASE_TEMPLATE("tiled forward matches the reference over odd shapes", T, flo
                     << "s.Bc=" << s.Bc);
         INFO("causal=" << causal << " "
                        << "int(align)=" << int(align));
-        check_against_reference<T>(s, AttnParams{causal, align, {}});
+        check_forward_against_reference<T>(s, AttnParams{causal, align, {}});
       }
     }
   }
 }
 
 TEST_CASE_TEMPLATE("an explicit scale is used, including large scores", T, float, double) {
-  check_against_reference<T>({17, 23, 4, 5, 6}, AttnParams{true, CausalAlign::top_left, 0.5});
-  check_against_reference<T>({17, 23, 4, 5, 6}, AttnParams{false, CausalAlign::top_left, 40.0});
+  check_forward_against_reference<T>({17, 23, 4, 5, 6},
+                                     AttnParams{true, CausalAlign::top_left, 0.5});
+  check_forward_against_reference<T>({17, 23, 4, 5, 6},
+                                     AttnParams{false, CausalAlign::top_left, 40.0});
 }
 
 TEST_CASE_TEMPLATE("fully masked rows give O = 0, L = -inf, no NaN", T, float, double) {
@@ -89,14 +92,14 @@ TEST_CASE_TEMPLATE("fully masked rows give O = 0, L = -inf, no NaN", T, float, d
 }
 
 TEST_CASE("skipped tiles are never computed: the trace counts what the tiling predicts") {
-  for (const Shape& s : kShapes) {
+  for (const ForwardShape& s : kForwardShapes) {
     for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
       TorchGenerator gen(2);
       const Mat<double> Q = gen.randn_matrix<double>(s.n, s.d),
                         K = gen.randn_matrix<double>(s.m, s.d),
                         V = gen.randn_matrix<double>(s.m, s.d);
       const AttnParams p{true, align, {}};
-      Counter counter;
+      ForwardCounter counter;
       flash_forward(Q, K, V, p, TileSizes{s.Br, s.Bc}, &counter);
       const TileCounts c = count_tiles(Tiling{s.n, s.m, s.Br, s.Bc}, p.mask_for(s.n, s.m));
       INFO("s.n=" << s.n << " "
@@ -115,7 +118,7 @@ TEST_CASE("the trace does not change the result") {
   const Mat<double> Q = gen.randn_matrix<double>(30, 6), K = gen.randn_matrix<double>(30, 6),
                     V = gen.randn_matrix<double>(30, 6);
   const AttnParams p{true, CausalAlign::top_left, {}};
-  Counter counter;
+  ForwardCounter counter;
   const auto a = flash_forward(Q, K, V, p, TileSizes{7, 4});
   const auto b = flash_forward(Q, K, V, p, TileSizes{7, 4}, &counter);
   CHECK(a.O == b.O);
