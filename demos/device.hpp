@@ -24,7 +24,8 @@ BackwardResult<T> backward_on_device(const AttentionOptions& o, const Inputs<T>&
 
 // An implementation where it cannot run (fast on cuda or with a trace, a --break, emulated
 // precision; a GPU rung on the CPU, or refusing the case or the pass (cuda::refuses: the backward
-// runs on teaching, mma and hopper), or with tiles other than its pass's own, or a backward rung with
+// runs on teaching, mma and hopper), or with tiles other than its pass's own, or a backward rung
+// with
 // --trace tiles|rows (its kernels record no trace); cuda without CUDA in the build or without a
 // GPU): one clear error, usage (exit 2) before the missing GPU (exit 5).
 // With --q, --k, --v, d is known only once the files are read: require_device then checks what

@@ -9,8 +9,8 @@
 using namespace cli;
 
 // The GPU rungs simt, tc, mma, hopper: every case they cannot run is refused before any work, one
-// line, exit 2, whatever the machine (the backward runs on teaching, mma and hopper only: simt and tc
-// refuse it); a case they can run needs a GPU (exit 5 without one), never a crash.
+// line, exit 2, whatever the machine (the backward runs on teaching, mma and hopper only: simt and
+// tc refuse it); a case they can run needs a GPU (exit 5 without one), never a crash.
 TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without a GPU, exit 5") {
   struct Bad {
     std::string args, names;
@@ -27,9 +27,11 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
       {f + "--impl mma --d 64", "--impl mma runs on tensor cores", 2},
       {f + "--impl mma --dtype bf16", "--impl mma is compiled for d = 64 and 128, not d = 32", 2},
       {f + "--impl simt --dtype fp32 --d 96", "not d = 96", 2},
-      // The backward runs on teaching, mma and hopper: simt and tc refuse it first, for any d or dtype.
+      // The backward runs on teaching, mma and hopper: simt and tc refuse it first, for any d or
+      // dtype.
       {"backward --device cuda --impl tc --dtype bf16",  // the lecture's d = 16: still this reason
-       "--impl tc computes the forward only: the backward runs on --impl mma or hopper (bf16, fp16) or "
+       "--impl tc computes the forward only: the backward runs on --impl mma or hopper (bf16, "
+       "fp16) or "
        "--impl teaching",
        2},
       {"backward --device cuda --impl simt",

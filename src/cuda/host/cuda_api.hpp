@@ -91,8 +91,8 @@ void forward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant 
 
 // Backward on the GPU (FlashAttention-2): D = rowsum(dO * O), dK and dV per key tile, dQ
 // through fp32 atomics or, with deterministic, in a separate pass over query tiles, bit-
-// reproducible (teaching, mma and hopper; mma and hopper take bf16/fp16 in variant.p_in, its tiles fixed). L_lo
-// may be null.
+// reproducible (teaching, mma and hopper; mma and hopper take bf16/fp16 in variant.p_in, its tiles
+// fixed). L_lo may be null.
 template <class T>
 void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant, Impl impl,
               bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
@@ -103,7 +103,8 @@ void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant
 struct Timing {
   std::vector<double> ms;
 };
-// impl: the rung timed (the backward: teaching, mma, hopper); variant.p_in: bf16/fp16 for tc and mma.
+// impl: the rung timed (the backward: teaching, mma, hopper); variant.p_in: bf16/fp16 for tc and
+// mma.
 template <class T>
 Timing time_kernels(const Shape& s, const AttnParams& params, TileSizes tiles, Variant variant,
                     Impl impl, Pass pass, bool deterministic, const T* Q, const T* K, const T* V,
