@@ -278,11 +278,16 @@ TEST_CASE("a signal at any moment leaves all outputs or none, and no temporary")
     const Run r = in_dir(dir, std::string("timeout -s TERM ") + delay +
                                   " $FD forward --n 700 --save-o o.npy --save-lse l.npy "
                                   "--html p.html --quiet >/dev/null");
-    INFO("killed after " << delay << " s, exit " << r.code);
+    INFO("killed after " << std::string(delay) << " s, exit " << r.code);
     const bool replaced = slurp(dir + "/o.npy") != earlier;
     CHECK(std::filesystem::exists(dir + "/l.npy") == replaced);
     CHECK(std::filesystem::exists(dir + "/p.html") == replaced);
-    CHECK((r.code == 0) == replaced);
+    // A run that succeeded committed its outputs; one that did not commit was stopped. The
+    // converse does not hold: a signal that lands after the last rename, while the process exits,
+    // still makes `timeout` answer 124 over outputs that are whole (seen under ASan's slow exit).
+    if (r.code == 0) CHECK(replaced);
+    if (!replaced) CHECK(r.code != 0);
+    CHECK((r.code == 0 || r.code == 124));  // timeout's own code once it sent the signal
     CHECK(hidden_in(dir).empty());
     committed += replaced;
     std::filesystem::remove(dir + "/l.npy"), std::filesystem::remove(dir + "/p.html");

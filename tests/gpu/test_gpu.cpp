@@ -689,6 +689,21 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
       }
 }
 
+namespace {
+
+// Random Q, K, V, dO of the speed printouts, rounded to bf16 (seed 1), and the backward's FLOPs
+// (2.5 times the forward's 4 heads n n d, halved when causal).
+Heads<float> bf16_heads(const Case& c) {
+  Heads<float> in = random_heads<float>(c, 1);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
+  return in;
+}
+double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
+  return 2.5 * 4.0 * double(heads) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
+}
+
+}  // namespace
+
 // Not a test either (-tc="hopper backward steps speed*" --no-skip): hopper's backward with dQ
 // added by the copy engine's bulk reduce and by atomics, side by side, at gpu_compare.py's shapes.
 TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
@@ -696,13 +711,9 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
     for (index_t d : {64, 128})
       for (bool causal : {false, true}) {
         const index_t b = 16384 / n, h = 2048 / d;
-        const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
-        const double flops =
-            2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
-        const std::vector<float> q = rounded(in.Q, Precision::bf16),
-                                 k = rounded(in.K, Precision::bf16),
-                                 v = rounded(in.V, Precision::bf16),
-                                 o = rounded(in.dO, Precision::bf16);
+        const Heads<float> in = bf16_heads(Case{b, h, n, n, d, 64, 64});
+        const double flops = backward_flops(b * h, n, d, causal);
+        const std::vector<float>&q = in.Q, &k = in.K, &v = in.V, &o = in.dO;
         struct Way {
           bool bulk;
           int by_columns;
@@ -729,13 +740,9 @@ TEST_CASE("rung backward speed, printed" * doctest::skip()) {
       for (bool causal : {false, true})
         for (bool deterministic : {false, true}) {
           const index_t n = 4096, b = 4, h = 2048 / d;
-          const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
-          const double flops =
-              2.5 * 4.0 * double(b * h) * double(n) * double(n) * double(d) / (causal ? 2 : 1);
-          const std::vector<float> q = rounded(in.Q, Precision::bf16),
-                                   k = rounded(in.K, Precision::bf16),
-                                   v = rounded(in.V, Precision::bf16),
-                                   o = rounded(in.dO, Precision::bf16);
+          const Heads<float> in = bf16_heads(Case{b, h, n, n, d, 64, 64});
+          const double flops = backward_flops(b * h, n, d, causal);
+          const std::vector<float>&q = in.Q, &k = in.K, &v = in.V, &o = in.dO;
           auto t = cuda::time_kernels<float>(
               {b, h, n, n, d}, AttnParams{causal, {}, {}},
               cuda::kernel_tiles(impl, d, cuda::Pass::bwd), Variant{Precision::bf16, Mistake::none},

@@ -23,6 +23,13 @@
 
 namespace fd::cuda::hopper_ptx {
 
+// The first 1024-byte aligned address at or after p: where 128-byte swizzled tiles may start (the
+// swizzle is a function of the address bits), for the dynamic shared memory a kernel lays out.
+__device__ inline unsigned char* aligned_1024(unsigned char* p) {
+  return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(p) + 1023) &
+                                          ~std::uintptr_t(1023));
+}
+
 __device__ inline void mbarrier_init(std::uint64_t* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
                "r"(count));

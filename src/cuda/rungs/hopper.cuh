@@ -157,8 +157,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   using L = HopperSmem<kD>;
   constexpr int Br = kHopperBr, Bc = kHopperBc, kStages = kHopperStages;
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
   E* sQ = reinterpret_cast<E*>(smem + L::kQ);
   E* sK = reinterpret_cast<E*>(smem + L::kK);
   E* sV = reinterpret_cast<E*>(smem + L::kV);

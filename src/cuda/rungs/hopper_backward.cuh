@@ -253,8 +253,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   static_assert(!kByColumns || kD == 128, "dQ cut by columns: two blocks of 64, d = 128");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
   E* sK = reinterpret_cast<E*>(smem + L::kK);
   E* sV = reinterpret_cast<E*>(smem + L::kV);
   E* sQ = reinterpret_cast<E*>(smem + L::kQ);
