@@ -55,8 +55,11 @@ Run run(const std::string& args) {
   return r;
 }
 
-std::string exe() {
-  return std::string("'") + FLASHDEMO_EXE + "'";
+std::string exe() {  // quoted for the shell (built in place: g++ 12 warns, wrongly, on '+')
+  std::string quoted = FLASHDEMO_EXE;
+  quoted.insert(quoted.begin(), '\'');
+  quoted.push_back('\'');
+  return quoted;
 }
 
 Run in_dir(const std::string& dir, const std::string& script) {

@@ -704,8 +704,8 @@ double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
 
 }  // namespace
 
-// Not a test either (-tc="hopper backward steps speed*" --no-skip): hopper's backward with dQ
-// added by the copy engine's bulk reduce and by atomics, side by side, at gpu_compare.py's shapes.
+// Not a test either (-tc="hopper backward steps speed*" --no-skip): hopper's backward steps
+// (cuda::HopperBwdSteps) each off beside the rung's choice, at gpu_compare.py's shapes.
 TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
   for (index_t n : {1024, 4096, 16384})
     for (index_t d : {64, 128})
@@ -714,20 +714,19 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
         const Heads<float> in = bf16_heads(Case{b, h, n, n, d, 64, 64});
         const double flops = backward_flops(b * h, n, d, causal);
         const std::vector<float>&q = in.Q, &k = in.K, &v = in.V, &o = in.dO;
-        struct Way {
-          bool bulk;
-          int by_columns;
-        };
-        for (Way way : {Way{false, -1}, Way{true, 0}, Way{true, 1}}) {
-          if (way.by_columns == 1 && d != 128) continue;  // (d = 64: by keys)
+        using W = cuda::HopperBwdSteps;
+        for (W way : {W{false, -1, -1}, W{true, 0, -1}, W{true, 1, -1}, W{true, -1, 0},
+                      W{true, -1, 1}, W{true, -1, 2}, W{true, -1, 3}}) {
+          if (way.dq_by_columns == 1 && d != 128) continue;  // (d = 64: by keys)
           auto t = cuda::hopper_time_backward_steps<float>(
               {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
-              way.bulk, way.by_columns, q.data(), k.data(), v.data(), o.data(), 3, 20);
+              way, q.data(), k.data(), v.data(), o.data(), 3, 20);
           std::sort(t.ms.begin(), t.ms.end());
           const double ms = t.ms[t.ms.size() / 2];
           MESSAGE("hopper backward n=" << n << " d=" << d << " causal=" << causal << " bulk_dq="
-                                       << way.bulk << " by_columns=" << way.by_columns << ": " << ms
-                                       << " ms, " << flops / ms / 1e9 << " TFLOP/s");
+                                       << way.bulk_dq << " by_columns=" << way.dq_by_columns
+                                       << " overlap=" << way.overlap << ": " << ms << " ms, "
+                                       << flops / ms / 1e9 << " TFLOP/s");
         }
       }
 }

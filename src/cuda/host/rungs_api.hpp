@@ -30,12 +30,18 @@ template <class T>
 Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bool ping_pong,
                          bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps);
 
-// hopper's backward with dQ added by the copy engine's bulk reduce (bulk_dq) or by each thread's
-// atomics, cut between its warpgroups by columns (dq_by_columns 1, d = 128 only) or by keys (0;
-// -1: the rung's default): what each step buys.
+// hopper's backward steps, each on or off: what each buys. dQ added by the copy engine's bulk
+// reduce (bulk_dq) or by each thread's atomics; cut between the warpgroups by columns
+// (dq_by_columns 1, d = 128 only) or by keys (0); with bulk_dq, the warpgroups' own overlaps
+// (overlap: bit 1, P^T computed while dP^T runs; bit 2, dQ issued before dK; bf16 only). -1: the
+// rung's default.
+struct HopperBwdSteps {
+  bool bulk_dq = true;
+  int dq_by_columns = -1, overlap = -1;
+};
 template <class T>
-Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v, bool bulk_dq,
-                                  int dq_by_columns, const T* Q, const T* K, const T* V,
+Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,
+                                  HopperBwdSteps steps, const T* Q, const T* K, const T* V,
                                   const T* dO, int warmup, int reps);
 
 // The backward of rung `impl` (mma, hopper) on host arrays: O and L from a forward (any path), dO

@@ -51,11 +51,11 @@ template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool
                                   const float*, const float*, const float*, int, int);
 
 template <class T>
-Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, int, const T*,
-                                  const T*, const T*, const T*, int, int) {
+Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
+                                  const T*, const T*, const T*, const T*, int, int) {
   no_cuda();
 }
-template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, int,
+template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
                                            const float*, const float*, const float*, const float*,
                                            int, int);
 

@@ -129,6 +129,22 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
     check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
     const bool columns = steps.dq_by_columns < 0 ? kColumns : steps.dq_by_columns != 0;
     if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, DqWay::atomics, kColumns>, bytes);
+    if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
+      using W = DqWay;
+      constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
+      switch (steps.bwd_overlap) {
+        case 0:
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, 0>, bytes);
+        case P:
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, P>, bytes);
+        case Dq:
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, Dq>, bytes);
+        case P | Dq:
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, P | Dq>, bytes);
+        default:
+          break;
+      }
+    }
     if constexpr (kD == 128) {  // (the cut by columns is written for d = 128)
       if (columns != kColumns)
         return run(hopper_bwd_kernel<E, kD, DqWay::bulk_add, !kColumns>,

@@ -177,8 +177,8 @@ Timing rung_time_backward(const Shape& s, const AttnParams& params, Variant v, I
 }
 
 template <class T>
-Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v, bool bulk_dq,
-                                  int dq_by_columns, const T* Q, const T* K, const T* V,
+Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,
+                                  HopperBwdSteps bwd, const T* Q, const T* K, const T* V,
                                   const T* dO, int warmup, int reps) {
   return with_element<T>(
       s, v, Impl::hopper,
@@ -189,7 +189,8 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
         check_launch("the forward kernel");
         BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
         HopperSteps steps;
-        steps.bulk_dq = int(bulk_dq), steps.dq_by_columns = dq_by_columns;
+        steps.bulk_dq = int(bwd.bulk_dq), steps.dq_by_columns = bwd.dq_by_columns;
+        steps.bwd_overlap = bwd.overlap;
         return time_events([&] { launch_backward(p, g, false, steps); }, warmup, reps);
       },
       Pass::bwd);
@@ -252,7 +253,7 @@ template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const 
                           const float*, const float*, int, int);
 template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
                                   const float*, const float*, const float*, int, int);
-template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, bool, int,
+template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
                                            const float*, const float*, const float*, const float*,
                                            int, int);
 template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const double*,

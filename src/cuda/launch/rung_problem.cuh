@@ -139,10 +139,11 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 // Which of hopper's overlap steps are on; unset, the rung's own choice at that d. Its backward:
 // dQ added by the copy engine's bulk reduce (bulk_dq 1, the default) or by atomics (0); cut
 // between the warpgroups by columns (dq_by_columns 1, d = 128) or by keys (0; -1: the default,
-// HopperBwdTiles).
+// HopperBwdTiles); with bulk_dq, its warpgroups' overlaps (bwd_overlap, kBwdOverlap* bits, bf16
+// only; -1: all on, the rung's choice).
 struct HopperSteps {
   int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
-  int bulk_dq = 1, dq_by_columns = -1;
+  int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1;
 };
 
 // One forward of the problem on each rung (p.tiling.Tr() > 0, p.s.heads() > 0), the kernel

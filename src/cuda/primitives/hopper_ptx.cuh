@@ -25,9 +25,11 @@ namespace fd::cuda::hopper_ptx {
 
 // The first 1024-byte aligned address at or after p: where 128-byte swizzled tiles may start (the
 // swizzle is a function of the address bits), for the dynamic shared memory a kernel lays out.
+// p plus a padding, not an integer made into a pointer: the compiler then still knows the result
+// is shared memory and reads and writes it with LDS/STS, not generic LD/ST (slower, and accesses
+// that compute-sanitizer's racecheck cannot pair with the barriers).
 __device__ inline unsigned char* aligned_1024(unsigned char* p) {
-  return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(p) + 1023) &
-                                          ~std::uintptr_t(1023));
+  return p + ((1024u - (ptx::smem_address(p) & 1023u)) & 1023u);
 }
 
 __device__ inline void mbarrier_init(std::uint64_t* bar, unsigned count) {

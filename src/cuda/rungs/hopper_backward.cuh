@@ -54,17 +54,26 @@ namespace fd::cuda {
 
 inline constexpr int kHopperBwdBc = 128;
 
+// Which of the warpgroup's own overlaps are on (a bit each; HopperBwdTiles::kOverlap is the
+// rung's choice at each d, both measured on and off in docs/gpu-ladder.md):
+//   kBwdOverlapP   S^T and dP^T committed as two groups: P^T = exp2(..) computed while the
+//                  tensor cores still compute dP^T
+//   kBwdOverlapDq  dQ's block issued before dK += dS^T Q_i: dQ staged and sent while dK runs
+inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2;
+
 // Br = 64 query rows a step. dQ_i's share of key tile j, dS K_j, is cut between the two
 // consumer warpgroups either by its columns (warpgroup c: columns 64 c.., over all 128 keys,
 // after both have stored their dS^T: d = 128 only) or by the keys (warpgroup c: its own 64 keys,
 // every column in blocks of 64, no meeting; both add into the same dQ rows). kDqByColumns: the
 // faster, measured (docs/gpu-ladder.md).
 // kStages: Q_i, dO_i stages in flight (a third, where d = 64 leaves room, measured no faster).
+// kOverlap: both overlaps at d = 128; at d = 64 (dQ cut by keys) issuing dQ first lost 3 %.
 template <int kD>
 struct HopperBwdTiles {
   static constexpr int Br = 64, Bc = kHopperBwdBc;
   static constexpr bool kDqByColumns = kD == 128;
   static constexpr int kStages = 2;
+  static constexpr int kOverlap = kD == 128 ? kBwdOverlapP | kBwdOverlapDq : kBwdOverlapP;
 };
 
 // How the kernel gives dQ_i its share dS K_j of key tile j: not at all (mma's dQ kernel computes
@@ -240,7 +249,41 @@ __device__ inline void stage_dq(float* sdQ, const float (&acc)[64 / 8][4], float
   }
 }
 
-template <class E, int kD, DqWay kDq, bool kByColumns>
+// P^T = exp2(S^T c - L2_q) in place over the warpgroup's S^T fragment (keys key (+ 8), queries
+// q0 + 8 nb + 2 t (+ 1)); 0 where masked or past the keys (edge tiles only).
+template <int Br, class Args>
+__device__ inline void probabilities_t(float (&st)[Br / 8][4], const float2* LDi, const Args& a,
+                                       index_t key, index_t q0, bool edge) {
+  const int t = threadIdx.x % 4;
+#pragma unroll
+  for (int nb = 0; nb < Br / 8; ++nb) {
+    const float4 ld = *reinterpret_cast<const float4*>(LDi + nb * 8 + 2 * t);  // two rows' pairs
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int col = nb * 8 + 2 * t + (e & 1);
+      float p = ptx::exp2_approx(fmaf(st[nb][e], a.scale2, -((e & 1) ? ld.z : ld.x)));
+      const index_t k = key + 8 * (e >> 1);
+      if (edge && (k >= a.n_keys || a.mask.masked(q0 + col, k))) p = 0.0f;
+      st[nb][e] = p;
+    }
+  }
+}
+
+// dS^T = P^T (dP^T - D_q) in place over the warpgroup's dP^T fragment.
+template <int Br>
+__device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&pt)[Br / 8][4],
+                                         const float2* LDi) {
+  const int t = threadIdx.x % 4;
+#pragma unroll
+  for (int nb = 0; nb < Br / 8; ++nb) {
+    const float4 ld = *reinterpret_cast<const float4*>(LDi + nb * 8 + 2 * t);
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      dpt[nb][e] = softmax_grad(pt[nb][e], dpt[nb][e], (e & 1) ? ld.w : ld.y);
+  }
+}
+
+template <class E, int kD, DqWay kDq, bool kByColumns, int kOverlap = HopperBwdTiles<kD>::kOverlap>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_bwd_kernel(const __grid_constant__ CUtensorMap tmQ,
                       const __grid_constant__ CUtensorMap tmK,
@@ -248,6 +291,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                       const __grid_constant__ CUtensorMap tmdO,
                       const __grid_constant__ CUtensorMap tmdQ, const HopperBwdArgs<E> a) {
   constexpr bool kAtomicDq = kDq != DqWay::separate;
+  constexpr bool kOverlapP = kOverlap & kBwdOverlapP,
+                 kDqFirst = kAtomicDq && (kOverlap & kBwdOverlapDq);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmem<kD, kByColumns>;
   static_assert(!kByColumns || kD == 128, "dQ cut by columns: two blocks of 64, d = 128");
@@ -273,7 +318,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_ptx::mbarrier_init(full_kv, 1);
     for (int s = 0; s < kStages; ++s) {
       hopper_ptx::mbarrier_init(full + s, 1);
-      hopper_ptx::mbarrier_init(empty + s, 8);  // one arrival per consumer warp
+      hopper_ptx::mbarrier_init(empty + s, 256);  // one arrival per consumer thread
     }
     hopper_ptx::fence_barrier_init();
     if (i0 < Tr) {  // K_j and V_j on their way before any consumer waits for them
@@ -307,7 +352,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
   hopper_ptx::setmaxnreg_inc<kHopperConsumerRegisters>();
   const int c = wg - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4, key_row = c * 64 + w * 16 + g;  // keys key_row (+ 8)
+  const int g = lane / 4, key_row = c * 64 + w * 16 + g;  // keys key_row (+ 8)
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
   if (i0 < Tr) hopper_ptx::mbarrier_wait(full_kv, 0);
@@ -322,26 +367,20 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     float st[Br / 8][4], dpt[Br / 8][4];  // S^T then P^T; dP^T then dS^T
     hopper_ptx::wgmma_fence();
     issue_rows_by_rows<E, kD, Br>(st, sK, Qi, c);
+    if constexpr (kOverlapP) hopper_ptx::wgmma_commit();
     issue_rows_by_rows<E, kD, Br>(dpt, sV, dOi, c);
     hopper_ptx::wgmma_commit();
-    hopper_ptx::wgmma_wait<0>();
-    hopper_ptx::fence_operands(st), hopper_ptx::fence_operands(dpt);
-
     const bool edge = ragged || a.tiling.classify(a.mask, i, j) == TileKind::partial;
-#pragma unroll
-    for (int nb = 0; nb < Br / 8; ++nb) {
-      const float4 ld = *reinterpret_cast<const float4*>(LDi + nb * 8 + 2 * t);  // two rows' pairs
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = nb * 8 + 2 * t + (e & 1);
-        const float L2 = (e & 1) ? ld.z : ld.x, D = (e & 1) ? ld.w : ld.y;
-        float p = ptx::exp2_approx(fmaf(st[nb][e], a.scale2, -L2));
-        const index_t key = k0 + key_row + 8 * (e >> 1);
-        if (edge && (key >= a.n_keys || a.mask.masked(q0 + col, key))) p = 0.0f;
-        st[nb][e] = p;
-        dpt[nb][e] = softmax_grad(p, dpt[nb][e], D);
-      }
-    }
+    if constexpr (kOverlapP)
+      hopper_ptx::wgmma_wait<1>();  // S^T in; dP^T may still run
+    else
+      hopper_ptx::wgmma_wait<0>();
+    hopper_ptx::fence_operands(st);
+    probabilities_t<Br>(st, LDi, a, k0 + key_row, q0, edge);
+    hopper_ptx::fence_operands(st);  // (P^T computed before the wait below)
+    hopper_ptx::wgmma_wait<0>();
+    hopper_ptx::fence_operands(dpt);
+    score_gradients_t<Br>(dpt, st, LDi);
     std::uint32_t pf[Br / 16][4], df[Br / 16][4];
 #pragma unroll
     for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(pf[kt], st, kt);
@@ -352,9 +391,18 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       store_dst<Br>(reinterpret_cast<std::uint32_t*>(dST), df, c * 64 + w * 16);
 
     hopper_ptx::wgmma_fence();
-    issue_frag_by_rows<E, kD, Br>(dv, pf, dOi);  // dV += P^T dO
-    issue_frag_by_rows<E, kD, Br>(dk, df, Qi);   // dK += dS^T Q
+    issue_frag_by_rows<E, kD, Br>(dv, pf, dOi);                          // dV += P^T dO
+    if constexpr (!kDqFirst) issue_frag_by_rows<E, kD, Br>(dk, df, Qi);  // dK += dS^T Q
     hopper_ptx::wgmma_commit();
+    // Q_i, dO_i, LD_i read: the producer may refill stage s. Every consumer thread arrives (its
+    // own reads of LD_i ordered before its arrival), not one lane a warp after __syncwarp: the
+    // compiler may drop a __syncwarp in converged code, and racecheck then pairs the other lanes'
+    // reads with the refill.
+    const auto release_stage = [&] {
+      hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
+      hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
+      hopper_ptx::mbarrier_arrive(empty + s);
+    };
     if constexpr (kAtomicDq) {
       // Warpgroup c's share of dQ_i += dS K_j (HopperBwdTiles): columns 64 c once both
       // warpgroups' dS^T is in place, or its own keys, block by block of 64 columns.
@@ -375,14 +423,15 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         else
           issue_dq_block<E, 64>(dq, dST, sK, 64 * c, c0);
         hopper_ptx::wgmma_commit();
-        hopper_ptx::wgmma_wait<0>();
-        hopper_ptx::fence_operands(dq);
-        if (blk == 0) {
-          hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
-          hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
-          __syncwarp();
-          if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);  // Q_i, dO_i, LD_i read
+        if (kDqFirst && blk == 0) {  // dK behind it: dQ's block is in when dK may still run
+          issue_frag_by_rows<E, kD, Br>(dk, df, Qi);
+          hopper_ptx::wgmma_commit();
+          hopper_ptx::wgmma_wait<1>();
+        } else {
+          hopper_ptx::wgmma_wait<0>();
         }
+        hopper_ptx::fence_operands(dq);
+        if (!kDqFirst && blk == 0) release_stage();
         if constexpr (kDq == DqWay::atomics) {
           write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0, a.n, c0, a.scale);
         } else {  // staged (once every thread knows the staging is free), then reduced
@@ -399,12 +448,13 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
           }
         }
       }
+      if constexpr (kDqFirst) {
+        hopper_ptx::wgmma_wait<0>();
+        release_stage();
+      }
     } else {
       hopper_ptx::wgmma_wait<0>();
-      hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
-      hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
-      __syncwarp();
-      if (lane == 0) hopper_ptx::mbarrier_arrive(empty + s);
+      release_stage();
     }
   }
   if (kDq == DqWay::bulk_add && threadIdx.x % 128 == 0) hopper_ptx::bulk_wait<0>();
