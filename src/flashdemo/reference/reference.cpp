@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <vector>
 
 #include "flashdemo/host_device/online_softmax.hpp"
 
@@ -13,17 +14,31 @@ namespace {
 // one fused multiply-add per term (fmadd).
 // Each entry is summed in that one order whatever the SIMD width (vectorization runs along the
 // row of B, never across k), unlike a blocked GEMM whose order follows the cache sizes. Zero terms
-// are skipped (B is finite, so 0 * B_k adds nothing): the masked part of P costs nothing.
+// are skipped (B is finite, so 0 * B_k adds nothing): the masked part of P costs nothing. The
+// nonzero terms are taken four at a time along k: C_ij is read and written once per four terms,
+// not once per term (the same operations in the same order: the same bits; for long double, x87
+// code with no SIMD, it is what makes the wider reference affordable).
 template <class T>
 Mat<T> product(const Mat<T>& A, const Mat<T>& B) {
   Mat<T> C = Mat<T>::Zero(A.rows(), B.cols());
   const index_t cols = B.cols();
+  std::vector<index_t> ks(std::size_t(A.cols()));
   for (index_t i = 0; i < A.rows(); ++i) {
     T* c = C.row(i).data();
-    for (index_t k = 0; k < A.cols(); ++k) {
-      const T a = A(i, k);
-      if (a == T(0)) continue;
-      const T* b = B.row(k).data();
+    std::size_t nonzero = 0;
+    for (index_t k = 0; k < A.cols(); ++k)
+      if (A(i, k) != T(0)) ks[nonzero++] = k;
+    std::size_t x = 0;
+    for (; x + 4 <= nonzero; x += 4) {
+      const T a0 = A(i, ks[x]), a1 = A(i, ks[x + 1]), a2 = A(i, ks[x + 2]), a3 = A(i, ks[x + 3]);
+      const T *b0 = B.row(ks[x]).data(), *b1 = B.row(ks[x + 1]).data();
+      const T *b2 = B.row(ks[x + 2]).data(), *b3 = B.row(ks[x + 3]).data();
+      for (index_t j = 0; j < cols; ++j)
+        c[j] = fmadd(a3, b3[j], fmadd(a2, b2[j], fmadd(a1, b1[j], fmadd(a0, b0[j], c[j]))));
+    }
+    for (; x < nonzero; ++x) {
+      const T a = A(i, ks[x]);
+      const T* b = B.row(ks[x]).data();
       for (index_t j = 0; j < cols; ++j) c[j] = fmadd(a, b[j], c[j]);
     }
   }
