@@ -46,6 +46,9 @@ void add_files(CLI::App* sub, AttentionOptions& o, Subcommand which) {
   add_file(sub, "--save-lse", f.save_lse, tr(Msg::opt_save_lse));
   if (which == Subcommand::backward) {
     add_file(sub, "--do", f.dO, tr(Msg::opt_do))->needs(q);
+    auto* o_in = add_file(sub, "--o", f.o, tr(Msg::opt_o_in));
+    auto* lse_in = add_file(sub, "--lse", f.lse, tr(Msg::opt_lse_in));
+    o_in->needs(q)->needs(lse_in), lse_in->needs(q)->needs(o_in);
     add_file(sub, "--save-dq", f.save_dq, tr(Msg::opt_save_dq));
     add_file(sub, "--save-dk", f.save_dk, tr(Msg::opt_save_dk));
     add_file(sub, "--save-dv", f.save_dv, tr(Msg::opt_save_dv));
@@ -77,12 +80,25 @@ Mat<double> load_matrix(const std::string& path, const char* what, index_t rows,
   return to_matrix<double>(a);
 }
 
+// A forward's L to start the backward from: (n) or (n, 1), no NaN and no +inf (-inf is a row that
+// sees no key).
+Mat<double> load_lse(const std::string& path, index_t n) {
+  const NpyArray a = read_npy(path, 0.8 * memory_available());
+  const bool column = a.shape.size() == 2 && a.shape[1] == 1;
+  if (!(a.shape.size() == 1 || column) || a.shape[0] != n)
+    throw NpyError(tr(Msg::err_lse_shape, shown(path), ui::shape_text(a.shape), n));
+  for (std::size_t k = 0; k < a.data.size(); ++k)
+    if (std::isnan(a.data[k]) || a.data[k] == HUGE_VAL)
+      throw NpyError(tr(Msg::err_lse_value, shown(path), k, a.data[k] > 0 ? "inf" : "nan"));
+  return to_matrix<double>(a);
+}
+
 // Every input and output of the run, the outputs checked before anything runs.
 RunFiles run_files(const AttentionOptions& o) {
   const ArrayFiles& f = o.files;
   RunFiles files;
   files.input("--q", f.q), files.input("--k", f.k), files.input("--v", f.v);
-  files.input("--do", f.dO);
+  files.input("--do", f.dO), files.input("--o", f.o), files.input("--lse", f.lse);
   files.output("--save-q", f.save_q), files.output("--save-k", f.save_k);
   files.output("--save-v", f.save_v), files.output("--save-do", f.save_do);
   files.output("--save-o", f.save_o), files.output("--save-lse", f.save_lse);
@@ -205,6 +221,10 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
   a.K = load_matrix(o.files.k, "K", -1, a.Q.cols());
   a.V = load_matrix(o.files.v, "V", a.K.rows(), a.Q.cols());
   if (!o.files.dO.empty()) a.dO = load_matrix(o.files.dO, "dO", a.Q.rows(), a.Q.cols());
+  if (!o.files.o.empty()) {
+    a.O = load_matrix(o.files.o, "O", a.Q.rows(), a.Q.cols());
+    a.L = load_lse(o.files.lse, a.Q.rows());
+  }
   o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols(), o.inputs_read = true;
   limit_row_trace(o);
   return a;

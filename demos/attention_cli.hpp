@@ -22,7 +22,8 @@
 namespace fd::demos {
 
 struct ArrayFiles {
-  std::string q, k, v, dO;                                  // inputs (.npy)
+  std::string q, k, v, dO;  // inputs (.npy)
+  std::string o, lse;       // backward: a forward's O and L to start from (.npy)
   std::string save_q, save_k, save_v, save_do;              // the inputs used, written back
   std::string save_o, save_lse, save_dq, save_dk, save_dv;  // outputs (.npy)
 };
@@ -92,6 +93,7 @@ void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which)
 
 struct LoadedArrays {
   Mat<double> Q, K, V, dO;  // dO empty unless --do
+  Mat<double> O, L;         // backward --o, --lse (L as n x 1): empty unless given
   RunFiles files;           // every input and output, checked; the outputs staged at the end
 };
 

@@ -81,6 +81,23 @@ void print_finite_differences(const Inputs<T>& in, const BackwardResult<T>& g,
   }
 }
 
+// The forward the backward starts from: the student's O and L (--o, --lse) in place of the run's
+// own, stored in the run's format, first judged against the reference forward (printed).
+template <class T>
+ForwardResult<T> given_forward(const LoadedArrays& files, const AttentionOptions& o,
+                               const BackwardJudge<T>& judge) {
+  ForwardResult<T> f;  // no L_lo, no O_acc: the arrays as given
+  f.O = files.O.cast<T>().unaryExpr([&](T v) { return round_to(o.precision, v); });
+  f.L = files.L.col(0).cast<T>();
+  const RunVerdict v = judge_forward(judge.forward, view(f.O), view(f.L), o.working());
+  if (o.parts.results) {
+    ui::section(ui::tr(Msg::backward_given_title, o.files.o, o.files.lse));
+    print_error_lines(o, v);
+    ui::say(Msg::backward_given_note);
+  }
+  return f;
+}
+
 void print_results(const RunVerdict& v, const AttentionOptions& o) {
   ui::section(ui::tr(Msg::backward_against, reference_name(o)));
   print_error_lines(o, v);
@@ -123,9 +140,10 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
     ui::say(Msg::backward_loss_square);
   if (o.parts.problem) print_storage(o, o.emulated() ? 2 : sizeof(T));
   progress.phase(ui::tr(Msg::progress_forward));
-  const ForwardResult<T> fwd = forward_on_device(o, in, nullptr);  // on the forward's tiles
-  const Tiling tiling = o.tiling(cuda::Pass::bwd);                 // the backward's
+  ForwardResult<T> fwd = forward_on_device(o, in, nullptr);  // on the forward's tiles
+  const Tiling tiling = o.tiling(cuda::Pass::bwd);           // the backward's
   const Mat<T> dO = up.dO<T>(fwd.O).unaryExpr([&](T v) { return round_to(o.precision, v); });
+  if (files.O.size()) fwd = given_forward(files, o, judge);  // (dO = 2 O: the run's own O)
   if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
     ui::say_raw("\n");
     ui::print_tile_map(tiling, o.params().mask_for(o.n, o.keys()));

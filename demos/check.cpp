@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "common.hpp"
 #include "flashdemo/io/file_io.hpp"
 #include "flashdemo/io/npy.hpp"
+#include "flashdemo/judge/batch.hpp"
 #include "flashdemo/judge/grade.hpp"
 #include "recording.hpp"
 #include "ui/format.hpp"
@@ -72,16 +74,76 @@ std::optional<Msg> hint(Diagnosis d) {
   return std::nullopt;
 }
 
-// An input of the problem (Q, K, V, dO): a finite matrix with no empty dimension, or refused
-// with the file's name.
-Mat<double> load_input(const std::string& path, const char* what) {
-  const NpyArray a = read_npy(path, 0.8 * memory_available());
+using ui::shape_text;
+
+// An input of the problem (Q, K, V, dO): finite, of 2 to 4 dimensions ((n, d), (b, n, d),
+// (b, h, n, d)), none empty; refused with the file's name.
+NpyArray load_input(const std::string& path, const char* what) {
+  NpyArray a = read_npy(path, 0.8 * memory_available());
   require_finite(a, path);
-  if (a.shape.size() != 2)
-    throw NpyError(ui::tr(Msg::err_not_matrix, shown(path), what, a.shape.size()));
-  if (a.shape[0] < 1 || a.shape[1] < 1)
-    throw NpyError(ui::tr(Msg::err_empty_array, shown(path), what, a.shape[0], a.shape[1]));
-  return to_matrix<double>(a);
+  if (a.shape.size() < 2 || a.shape.size() > 4)
+    throw NpyError(ui::tr(Msg::check_err_dims, shown(path), what, a.shape.size()));
+  for (index_t x : a.shape)
+    if (x < 1) throw NpyError(ui::tr(Msg::check_err_empty, shown(path), what, shape_text(a.shape)));
+  return a;
+}
+
+// One head's rows and columns and the problem's leading dimensions ((), (b) or (b, h)) make the
+// shape an array must have; a batched array of another shape is refused naming both (and
+// PyTorch's (b, n, h, d) layout when that is the one it has).
+std::vector<index_t> expected_shape(const std::vector<index_t>& lead, std::vector<index_t> head) {
+  head.insert(head.begin(), lead.begin(), lead.end());
+  return head;
+}
+void require_shape(const NpyArray& a, const std::string& path, const char* what,
+                   const std::vector<index_t>& want) {
+  if (a.shape == want) return;
+  if (!want.empty() && torch_layout(a.shape) == want)
+    throw NpyError(ui::tr(Msg::check_err_torch_layout, shown(path), what, shape_text(a.shape),
+                          shape_text(want)));
+  throw NpyError(
+      ui::tr(Msg::check_err_shape, shown(path), what, shape_text(a.shape), shape_text(want)));
+}
+
+// The problem's arrays, cut into heads: Q, K, V (and dO) share their leading dimensions.
+struct HeadsProblem {
+  Heads Q, K, V, dO;
+  bool has_dO = false;
+  index_t n = 0, m = 0, d = 0;
+};
+
+// K, V, dO with Q's number of dimensions, or refused naming both shapes.
+void require_dims(const NpyArray& a, const std::string& path, const char* what, const NpyArray& q) {
+  if (a.shape.size() != q.shape.size())
+    throw NpyError(ui::tr(Msg::check_err_dims_differ, shown(path), what, shape_text(a.shape),
+                          shape_text(q.shape)));
+}
+
+HeadsProblem load_problem(const CheckOptions& o) {
+  const NpyArray q = load_input(o.q, "Q"), k = load_input(o.k, "K"), v = load_input(o.v, "V");
+  require_dims(k, o.k, "K", q), require_dims(v, o.v, "V", q);
+  const std::size_t lead = q.shape.size() - 2;
+  HeadsProblem p;
+  p.n = q.shape[lead], p.d = q.shape[lead + 1], p.m = k.shape[lead];
+  const std::vector<index_t> batch(q.shape.begin(), q.shape.begin() + std::ptrdiff_t(lead));
+  if (lead == 0) {  // one head: the shapes named as matrices, as always
+    if (k.shape[1] != p.d || v.shape != k.shape)
+      throw NpyError(
+          ui::tr(Msg::check_err_shapes, p.n, p.d, k.shape[0], k.shape[1], v.shape[0], v.shape[1]));
+  } else {
+    require_shape(k, o.k, "K", expected_shape(batch, {p.m, p.d}));
+    require_shape(v, o.v, "V", k.shape);
+  }
+  p.Q = split_heads(q, lead), p.K = split_heads(k, lead), p.V = split_heads(v, lead);
+  if (!o.dO.empty()) {
+    const NpyArray dO = load_input(o.dO, "dO");
+    require_dims(dO, o.dO, "dO", q);
+    if (lead == 0 && dO.shape != q.shape)
+      throw NpyError(ui::tr(Msg::check_err_do, o.dO, dO.shape[0], dO.shape[1], p.n, p.d));
+    require_shape(dO, o.dO, "dO", q.shape);
+    p.dO = split_heads(dO, lead), p.has_dO = true;
+  }
+  return p;
 }
 
 const char* judge_name(Judge j) {
@@ -107,24 +169,6 @@ Precision judged_in(Judge j, NpyType type) {
                                : Precision::fp64;
 }
 
-CheckProblem load_problem(const CheckOptions& o) {
-  CheckProblem p{load_input(o.q, "Q"),
-                 load_input(o.k, "K"),
-                 load_input(o.v, "V"),
-                 {},
-                 AttnParams{o.causal, o.align, o.scale}};
-  if (p.K.cols() != p.Q.cols() || p.V.rows() != p.K.rows() || p.V.cols() != p.Q.cols())
-    throw NpyError(ui::tr(Msg::check_err_shapes, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
-                          p.V.rows(), p.V.cols()));
-  if (!o.dO.empty()) {
-    p.dO = load_input(o.dO, "dO");
-    if (p.dO.rows() != p.Q.rows() || p.dO.cols() != p.Q.cols())
-      throw NpyError(
-          ui::tr(Msg::check_err_do, o.dO, p.dO.rows(), p.dO.cols(), p.Q.rows(), p.Q.cols()));
-  }
-  return p;
-}
-
 const std::string kRow = "  {:<4} {:<22} {:<6} {:>9}  {:<12} {:>9}  {}\n";
 
 const std::string kHintIndent = "             ";
@@ -145,69 +189,129 @@ RuleVerdict as_verdict(const Grade& g) {
   return {g.outcome, g.err, g.naive_err, g.bound};
 }
 
-void print_grade(int k, const std::string& path, Precision p, const Grade& g) {
+// The array's row of the table: its (in a batch, the worst head's) error, where, the bound, the
+// verdict.
+void print_row(int k, const std::string& path, Precision p, const Grade& g) {
   const bool no_location = std::isinf(g.err) && g.bound == 0;
   const std::string where = no_location ? "-" : fmt::format("({}, {})", g.worst_row, g.worst_col);
   const std::string bound = g.outcome == Outcome::no_verdict ? "-" : ui::sci(g.bound);
   ui::result_raw(fmt::format(fmt::runtime(kRow), kNames[k], path, precision_name(p), ui::sci(g.err),
                              where, bound, ui::verdict_word(as_verdict(g))));
+}
+
+void print_grade(int k, const std::string& path, Precision p, const Grade& g) {
+  print_row(k, path, p, g);
   if (g.pass) return;
   const std::string why = explanation(p, g);
   if (!why.empty()) ui::result_raw(ui::wrap(why, 98, ui::tr(Msg::check_hint), kHintIndent));
 }
 
-nlohmann::json grade_event(int k, const std::string& path, Precision p, const Grade& g) {
+// One array's grade event: the shown head's numbers, the heads' count (1 without leading
+// dimensions), the hint of the first failing head.
+nlohmann::json grade_event(int k, const std::string& path, Precision p, const BatchGrade& b,
+                           const std::vector<index_t>& lead) {
+  const Grade& g = b.shown;
+  const Grade& hinted = b.first_failing >= 0 ? b.first_failing_grade : g;
+  const Outcome outcome = b.first_failing >= 0 ? Outcome::fail : g.outcome;
   return {{"event", "grade"},
           {"array", kNames[k]},
           {"file", path},
           {"precision", precision_name(p)},
-          {"pass", g.pass},
-          {"verdict", ui::outcome_id(g.outcome)},
+          {"pass", b.pass()},
+          {"verdict", ui::outcome_id(outcome)},
           {"max_error", ui::number(g.err)},
           {"worst", {g.worst_row, g.worst_col}},
+          {"head", head_index(lead, b.shown_head)},
+          {"heads", b.heads},
+          {"heads_passed", b.passed},
           {"bound", ui::number(g.bound)},
           {"naive_error", ui::number(g.naive_err)},
-          {"first_bad_row", g.first_bad_row},
-          {"hint", g.pass ? "" : explanation(p, g)}};
+          {"first_bad_row", hinted.first_bad_row},
+          {"hint", b.pass() ? "" : explanation(p, hinted)}};
 }
 
-// A submitted array, read and typed before anything is printed: a bad file is one error line.
+// A submitted array, read, typed and cut into the problem's heads before anything is printed: a
+// bad file is one error line. With one head any shape is graded (a wrong one fails with its
+// hint); with several, the leading dimensions must be the problem's.
 struct Submitted {
   int k;
   Precision precision;
-  Mat<double> values;
+  Heads values;
 };
 
-// Reads the file once: its dtype decides the precision it is judged in (unless --precision says).
-Submitted submit(int k, const std::string& path, Judge j) {
+Submitted submit(int k, const std::string& path, Judge j, const HeadsProblem& p) {
   const NpyArray a = read_npy(path, 0.8 * memory_available());
-  return {k, judged_in(j, a.type), to_matrix<double>(a)};
+  const Precision precision = judged_in(j, a.type);
+  if (p.Q.lead.empty()) return {k, precision, Heads{{}, {to_matrix<double>(a)}}};
+  const index_t rows = ArrayKind(k) == ArrayKind::dK || ArrayKind(k) == ArrayKind::dV ? p.m : p.n;
+  const std::vector<index_t> want =
+      expected_shape(p.Q.lead, ArrayKind(k) == ArrayKind::L ? std::vector<index_t>{rows}
+                                                            : std::vector<index_t>{rows, p.d});
+  const bool fits = a.shape.size() > p.Q.lead.size() && a.shape.size() <= p.Q.lead.size() + 2 &&
+                    std::equal(p.Q.lead.begin(), p.Q.lead.end(), a.shape.begin());
+  if (!fits) require_shape(a, path, kNames[k], want);  // (refuses: it cannot be want)
+  return {k, precision, split_heads(a, p.Q.lead.size())};
+}
+
+// "(1, 3)": head k's leading indices.
+std::string head_text(const std::vector<index_t>& lead, index_t k) {
+  return shape_text(head_index(lead, k));
+}
+
+// Under a batched array's row: how many heads passed, which is shown, and the first failing
+// head's hint.
+void print_heads(const std::vector<index_t>& lead, Precision p, const BatchGrade& b) {
+  ui::result_raw(
+      kHintIndent +
+      ui::tr(Msg::check_heads, b.passed, b.heads, shape_text(lead), head_text(lead, b.shown_head)) +
+      "\n");
+  if (b.first_failing < 0) return;
+  const std::string why = explanation(p, b.first_failing_grade);
+  ui::result_raw(ui::wrap(ui::tr(Msg::check_first_failing_head, head_text(lead, b.first_failing)) +
+                              (why.empty() ? "" : " " + why),
+                          98, ui::tr(Msg::check_hint), kHintIndent));
 }
 
 int run_check(const CheckOptions& o) {
-  Grader grader(load_problem(o));
-  const CheckProblem& p = grader.problem();
+  const HeadsProblem p = load_problem(o);
   std::vector<Submitted> submitted;
   for (int k = 0; k < 5; ++k)
-    if (!o.files[k].empty()) submitted.push_back(submit(k, o.files[k], o.judge));
+    if (!o.files[k].empty()) submitted.push_back(submit(k, o.files[k], o.judge, p));
   Recording rec(TraceFiles{}, "flashdemo check");
   ui::heading(ui::tr(Msg::check_title), ui::tr(Msg::check_rule));
-  ui::say(Msg::check_problem, p.Q.rows(), p.Q.cols(), p.K.rows(), p.K.cols(),
-          ui::tr(!o.causal                          ? Msg::check_no_mask
-                 : o.align == CausalAlign::top_left ? Msg::check_causal_tl
-                                                    : Msg::check_causal_br) +
-              (o.causal_implied ? ui::tr(Msg::align_implies_causal) : ""),
-          p.params.scale_for(p.Q.cols()));
+  const AttnParams params{o.causal, o.align, o.scale};
+  const std::string mask = ui::tr(!o.causal                          ? Msg::check_no_mask
+                                  : o.align == CausalAlign::top_left ? Msg::check_causal_tl
+                                                                     : Msg::check_causal_br) +
+                           (o.causal_implied ? ui::tr(Msg::align_implies_causal) : "");
+  if (p.Q.lead.empty())
+    ui::say(Msg::check_problem, p.n, p.d, p.m, p.d, mask, params.scale_for(p.d));
+  else
+    ui::say(Msg::check_problem_heads, p.Q.heads.size(), shape_text(p.Q.lead), p.n, p.d, p.m, p.d,
+            mask, params.scale_for(p.d));
   ui::result_raw(fmt::format(fmt::runtime(kRow), "", ui::tr(Msg::check_col_file),
                              ui::tr(Msg::check_col_judged), ui::tr(Msg::check_col_err),
                              ui::tr(Msg::check_col_where), ui::tr(Msg::check_col_bound),
                              ui::tr(Msg::check_col_verdict)));
+  std::vector<Submission> submissions;
+  for (const Submitted& a : submitted)
+    submissions.push_back({ArrayKind(a.k), a.precision, &a.values});
+  const std::vector<BatchGrade> grades =
+      grade_heads(p.Q, p.K, p.V, p.has_dO ? &p.dO : nullptr, params, submissions);
   int passed = 0, graded = 0, ungraded = 0;
-  for (const Submitted& a : submitted) {
-    const Grade g = grader.grade(ArrayKind(a.k), a.values, a.precision);
-    print_grade(a.k, o.files[a.k], a.precision, g);
-    rec.emit(grade_event(a.k, o.files[a.k], a.precision, g));
-    passed += g.pass, ++graded, ungraded += g.outcome == Outcome::no_verdict;
+  for (std::size_t x = 0; x < submitted.size(); ++x) {
+    const Submitted& a = submitted[x];
+    const BatchGrade& b = grades[x];
+    const Grade& g = b.shown;
+    if (p.Q.lead.empty()) {
+      print_grade(a.k, o.files[a.k], a.precision, g);
+    } else {
+      print_row(a.k, o.files[a.k], a.precision, g);
+      print_heads(p.Q.lead, a.precision, b);
+    }
+    rec.emit(grade_event(a.k, o.files[a.k], a.precision, b, p.Q.lead));
+    const bool no_verdict = b.no_verdict > 0 && b.first_failing < 0;
+    passed += b.pass(), ++graded, ungraded += no_verdict;
   }
   if (ungraded)
     ui::result(Msg::check_summary_ungraded, passed, graded, ungraded);

@@ -79,6 +79,12 @@ std::string range(Range r) {
   return r.size() == 1 ? fmt::format("{}", r.begin) : fmt::format("{}-{}", r.begin, r.end - 1);
 }
 
+std::string shape_text(const std::vector<index_t>& shape) {
+  std::string t = "(";
+  for (std::size_t x = 0; x < shape.size(); ++x) t += (x ? ", " : "") + std::to_string(shape[x]);
+  return t + (shape.size() == 1 ? ",)" : ")");
+}
+
 std::string grouped(double v) {
   const std::string digits = fmt::format("{:.0f}", std::abs(v));
   std::string out = v < 0 && digits != "0" ? "-" : "";

@@ -2,6 +2,7 @@
 // and finite differences) and the lecture's random draws, saved with --save-q/k/v/do.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -56,4 +57,59 @@ TEST_CASE("backward --causal uses the lecture's second draw; --save-q/k/v/do wri
     CHECK(cv.data[k] == doctest::Approx(draws[5][k]).epsilon(1e-6));
   }
   CHECK(fd::read_npy("bdo.npy").shape == std::vector<fd::index_t>{7, 3});
+}
+
+// The backward from a forward's own O and L (--o, --lse): judged first against the reference
+// forward, then used (P from that L, D from that O); a wrong L makes the gradients fail.
+TEST_CASE("backward --o --lse starts from the given O and L") {
+  write_inputs(30, 22, 6);
+  const std::string causal = " --causal --causal-align bottom-right --do in_do.npy";
+  REQUIRE(run("forward " + kQKV +
+              " --causal --causal-align bottom-right --save-o fo.npy "
+              "--save-lse fl.npy --quiet")
+              .code == 0);
+  const Run ok = run("backward " + kQKV + causal + " --o fo.npy --lse fl.npy");
+  CHECK(ok.code == 0);
+  CHECK(ok.err.empty());
+  CHECK(has(ok.out, "Your O and L (--o fo.npy, --lse fl.npy) against the reference forward"));
+  CHECK(has(ok.out, "P = exp(S - L) with your L"));
+  CHECK_FALSE(has(ok.out, "FAIL"));
+  const Run same = run("backward " + kQKV + causal + " --save-dq a.npy --quiet");
+  const Run from =
+      run("backward " + kQKV + causal + " --o fo.npy --lse fl.npy --save-dq b.npy --quiet");
+  REQUIRE(same.code == 0);
+  REQUIRE(from.code == 0);
+  // The run's own O and L, given back: the same dQ but for L's low part (L + L_lo is m + log l to
+  // twice fp64's precision in the run; a file holds L alone).
+  const fd::NpyArray a = fd::read_npy("a.npy"), b = fd::read_npy("b.npy");
+  REQUIRE(a.data.size() == b.data.size());
+  for (std::size_t k = 0; k < a.data.size(); ++k) CHECK(std::abs(a.data[k] - b.data[k]) < 1e-14);
+
+  // L off by 0.5 in row 20 (rows 0-7 see no key: L = -inf there): L fails, and so do the
+  // gradients computed from it.
+  fd::NpyArray L = fd::read_npy("fl.npy");
+  L.data[20] += 0.5;
+  fd::write_npy("fl_bad.npy", L.data.data(), L.shape);
+  const Run bad = run("backward " + kQKV + causal + " --o fo.npy --lse fl_bad.npy");
+  CHECK(bad.code == 1);
+  CHECK(has(bad.out, "FAIL"));
+  // Usage and file problems: one line, nothing written.
+  struct Case {
+    std::string args;
+    int code;
+  };
+  fd::write_npy("fl_2d.npy", L.data.data(), std::vector<fd::index_t>{2, 15});
+  const Case cases[] = {{kQKV + " --o fo.npy", 2},
+                        {"--lse fl.npy --o fo.npy", 2},
+                        {kQKV + " --o fo.npy --lse fl_2d.npy", 4},
+                        {kQKV + " --o in_k.npy --lse fl.npy", 4}};
+  for (const Case& c : cases) {
+    const Run r = run("backward " + c.args);
+    INFO(c.args << " | " << r.err);
+    CHECK(r.code == c.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+  }
+  CHECK(has(run("backward " + kQKV + " --o fo.npy --lse fl_2d.npy").err,
+            "fl_2d.npy: L has shape (2, 15), expected (30,) or (30, 1)"));
 }

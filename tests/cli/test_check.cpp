@@ -8,11 +8,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "flashdemo/attention.hpp"
 #include "flashdemo/io/npy.hpp"
 #include "flashdemo/io/random.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
 #include "runner.hpp"
 
 using namespace cli;
@@ -140,4 +143,129 @@ TEST_CASE("check reads float16 .npy files and grades them as fp16") {
   const Run c = run("check " + kQKV + " --o out_o16.npy");
   CHECK(c.code == 0);
   CHECK(has(c.out, "fp16"));
+}
+
+namespace {
+
+// A batch of b x h heads, each with its own random Q, K, V, dO and the teaching path's O, L,
+// dQ, dK, dV, written as (b, h, rows, d) files (L: (b, h, n)), as an assignment saves them.
+struct BatchFiles {
+  std::vector<double> Q, K, V, dO, O, L, dQ, dK, dV;
+};
+
+BatchFiles write_batch(fd::index_t b, fd::index_t h, fd::index_t n, fd::index_t m, fd::index_t d) {
+  using fd::Mat;
+  BatchFiles f;
+  const fd::AttnParams params{true, fd::CausalAlign::bottom_right, {}};
+  auto append = [](std::vector<double>& to, const auto& x) {
+    to.insert(to.end(), x.data(), x.data() + x.size());
+  };
+  fd::TorchGenerator gen(17);
+  for (fd::index_t k = 0; k < b * h; ++k) {
+    const Mat<double> Q = gen.randn_matrix<double>(n, d), K = gen.randn_matrix<double>(m, d),
+                      V = gen.randn_matrix<double>(m, d), dO = gen.randn_matrix<double>(n, d);
+    const auto fwd = fd::flash_forward(Q, K, V, params, {8, 8});
+    const auto bwd = fd::flash_backward(Q, K, V, fwd, dO, params, {8, 8});
+    append(f.Q, Q), append(f.K, K), append(f.V, V), append(f.dO, dO), append(f.O, fwd.O);
+    append(f.L, fwd.L), append(f.dQ, bwd.dQ), append(f.dK, bwd.dK), append(f.dV, bwd.dV);
+  }
+  const std::vector<fd::index_t> qs{b, h, n, d}, ks{b, h, m, d}, ls{b, h, n};
+  fd::write_npy("b_q.npy", f.Q.data(), qs), fd::write_npy("b_k.npy", f.K.data(), ks);
+  fd::write_npy("b_v.npy", f.V.data(), ks), fd::write_npy("b_do.npy", f.dO.data(), qs);
+  fd::write_npy("b_o.npy", f.O.data(), qs), fd::write_npy("b_l.npy", f.L.data(), ls);
+  fd::write_npy("b_dq.npy", f.dQ.data(), qs), fd::write_npy("b_dk.npy", f.dK.data(), ks);
+  fd::write_npy("b_dv.npy", f.dV.data(), ks);
+  return f;
+}
+
+const std::string kBatchQKV =
+    "--q b_q.npy --k b_k.npy --v b_v.npy --causal --causal-align bottom-right";
+
+}  // namespace
+
+TEST_CASE("check grades a batch of heads in one call: every head, the worst, the first failing") {
+  const fd::index_t b = 2, h = 3, n = 12, m = 9, d = 4;
+  const BatchFiles f = write_batch(b, h, n, m, d);
+  const Run all = run("check " + kBatchQKV +
+                      " --do b_do.npy --o b_o.npy --lse b_l.npy --dq b_dq.npy --dk b_dk.npy "
+                      "--dv b_dv.npy");
+  CHECK(all.code == 0);
+  CHECK(all.err.empty());
+  CHECK(has(all.out, "6 heads (2, 3),  each Q: 12 x 4,  K, V: 9 x 4"));
+  CHECK(has(all.out, "heads: 6 of 6 pass (leading dimensions (2, 3))"));
+  CHECK(has(all.out, "5 of 5 arrays pass."));
+  for (const auto& line : lines(all.out)) CHECK(columns(line) <= 100);
+
+  // Head (1, 1) of O off in one entry of its row 5: 5 of 6 heads pass, that head is named.
+  std::vector<double> O = f.O;
+  O[std::size_t((1 * h + 1) * n * d + 5 * d + 2)] += 1e-3;
+  fd::write_npy("b_o_bad.npy", O.data(), std::vector<fd::index_t>{b, h, n, d});
+  const Run bad = run("check " + kBatchQKV + " --o b_o_bad.npy");
+  CHECK(bad.code == 1);
+  CHECK(has(bad.out, "heads: 5 of 6 pass"));
+  CHECK(has(bad.out, "the row shows head (1, 1), the worst"));
+  CHECK(has(bad.out,
+            "the first failing head is (1, 1): no known mistake matches; the first wrong "
+            "row is 5"));
+  const Run json = run("check " + kBatchQKV + " --o b_o_bad.npy --json");
+  const auto events = json_lines(json.out);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0]["heads"] == 6);
+  CHECK(events[0]["heads_passed"] == 5);
+  CHECK(events[0]["head"] == nlohmann::json::array({1, 1}));
+  CHECK(events[0]["first_bad_row"] == 5);
+  CHECK(events[0]["worst"] == nlohmann::json::array({5, 2}));
+
+  // (b, n, d): the heads are the batch.
+  fd::write_npy("b3_q.npy", f.Q.data(), std::vector<fd::index_t>{b * h, n, d});
+  fd::write_npy("b3_k.npy", f.K.data(), std::vector<fd::index_t>{b * h, m, d});
+  fd::write_npy("b3_v.npy", f.V.data(), std::vector<fd::index_t>{b * h, m, d});
+  fd::write_npy("b3_o.npy", f.O.data(), std::vector<fd::index_t>{b * h, n, d});
+  fd::write_npy("b3_l.npy", f.L.data(), std::vector<fd::index_t>{b * h, n});
+  const Run three =
+      run("check --q b3_q.npy --k b3_k.npy --v b3_v.npy --causal --causal-align bottom-right "
+          "--o b3_o.npy --lse b3_l.npy");
+  CHECK(three.code == 0);
+  CHECK(has(three.out, "heads: 6 of 6 pass (leading dimensions (6,))"));
+}
+
+TEST_CASE("check refuses batches that do not fit, naming both shapes and PyTorch's layout") {
+  const fd::index_t b = 2, h = 3, n = 12, m = 9, d = 4;
+  const BatchFiles f = write_batch(b, h, n, m, d);
+  std::vector<double> torch(f.O.size());  // (b, n, h, d): O.transpose(1, 2)
+  for (fd::index_t i = 0; i < b; ++i)
+    for (fd::index_t j = 0; j < h; ++j)
+      for (fd::index_t r = 0; r < n; ++r)
+        for (fd::index_t c = 0; c < d; ++c)
+          torch[std::size_t(((i * n + r) * h + j) * d + c)] =
+              f.O[std::size_t(((i * h + j) * n + r) * d + c)];
+  fd::write_npy("b_o_torch.npy", torch.data(), std::vector<fd::index_t>{b, n, h, d});
+  fd::write_npy("b_l_short.npy", f.L.data(), std::vector<fd::index_t>{b, h - 1, n});
+  fd::write_npy("b_k_2d.npy", f.K.data(), std::vector<fd::index_t>{b * h * m, d});
+  fd::write_npy("b_5d.npy", f.Q.data(), std::vector<fd::index_t>{1, b, h, n, d});
+  struct Case {
+    std::string args, message;
+    int code;
+  };
+  const Case cases[] = {
+      {kBatchQKV + " --o b_o_torch.npy",
+       "b_o_torch.npy: O has shape (2, 12, 3, 4), expected (2, 3, 12, 4): it looks like PyTorch's "
+       "(batch, n, heads, d) layout; save x.transpose(1, 2) instead",
+       4},
+      {kBatchQKV + " --lse b_l_short.npy",
+       "b_l_short.npy: L has shape (2, 2, 12), expected (2, 3, 12)", 4},
+      {"--q b_q.npy --k b_k_2d.npy --v b_v.npy --o b_o.npy",
+       "b_k_2d.npy: K has shape (54, 4), Q has (2, 3, 12, 4): give them the same leading "
+       "dimensions",
+       4},
+      {"--q b_5d.npy --k b_k.npy --v b_v.npy --o b_o.npy", "5 dimensions", 4},
+  };
+  for (const Case& c : cases) {
+    const Run r = run("check " + c.args);
+    INFO(c.args << " | " << r.err);
+    CHECK(r.code == c.code);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, c.message));
+  }
 }

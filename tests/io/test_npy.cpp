@@ -97,8 +97,8 @@ TEST_CASE("malformed and unsupported files give one clear message naming the pro
       {npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", 24), "'<i4'"},
       {npy_bytes("{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }", 48), "'>f8'"},
       {npy_bytes("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48), "Fortran"},
-      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 4), }", 192),
-       "3 dimensions"},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2, 3, 4, 1), }", 192),
+       "5 dimensions"},
       {npy_bytes("{'fortran_order': False, 'shape': (2, 3), }", 48), "'descr'"},
       {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }", 48), "shape"},
       // found by tests/fuzz/fuzz_npy.cpp: a shape that is no tuple once threw std::out_of_range

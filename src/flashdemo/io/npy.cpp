@@ -103,9 +103,9 @@ std::vector<index_t> parse_shape(const std::string& text, const std::string& pat
     if (*end != '\0' || v < 0) fail(path, "shape " + quoted(text) + " is not a tuple of sizes");
     shape.push_back(v);
   }
-  if (shape.size() > 2)
+  if (shape.size() > 4)
     fail(path, "shape " + quoted(text) + " has " + std::to_string(shape.size()) +
-                   " dimensions; flashdemo reads vectors and matrices only");
+                   " dimensions; flashdemo reads up to 4, (batch, heads, n, d)");
   return shape;
 }
 
@@ -227,10 +227,14 @@ NpyArray read_npy(const std::string& path, double budget) {
 void require_finite(const NpyArray& a, const std::string& path) {
   for (std::size_t k = 0; k < a.data.size(); ++k) {
     if (std::isfinite(a.data[k])) continue;
-    const index_t c = a.cols(), r = index_t(k) / c, col = index_t(k) % c;
-    const std::string where = a.shape.size() == 2
-                                  ? "(" + std::to_string(r) + ", " + std::to_string(col) + ")"
-                                  : "[" + std::to_string(k) + "]";
+    std::string where;  // the element's indices: (r, c), (b, h, r, c); [k] for a vector
+    index_t rest = index_t(k);
+    for (std::size_t x = a.shape.size(); x-- > 0;) {
+      const std::string i = std::to_string(rest % a.shape[x]);
+      where = where.empty() ? i : i + ", " + where;
+      rest /= a.shape[x];
+    }
+    where = a.shape.size() >= 2 ? "(" + where + ")" : "[" + std::to_string(k) + "]";
     fail(path, "element " + where + " is " +
                    (std::isnan(a.data[k]) ? "nan"
                     : a.data[k] > 0       ? "inf"
@@ -241,10 +245,19 @@ void require_finite(const NpyArray& a, const std::string& path) {
 
 template <class T>
 std::string npy_bytes(const T* data, index_t rows, index_t cols) {
+  return npy_bytes(data, cols ? std::vector<index_t>{rows, cols} : std::vector<index_t>{rows});
+}
+
+template <class T>
+std::string npy_bytes(const T* data, const std::vector<index_t>& shape) {
   const char* descr = std::is_same_v<T, float> ? "<f4" : "<f8";
-  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(rows) + (cols ? ", " + std::to_string(cols) + ")" : ",)") +
-                     ", }";
+  std::string sizes;  // as Python writes the tuple: (n,), (n, d), (b, h, n, d)
+  index_t count = 1;
+  for (std::size_t x = 0; x < shape.size(); ++x)
+    sizes += (x ? ", " : "") + std::to_string(shape[x]), count *= shape[x];
+  if (shape.size() == 1) sizes += ",";
+  std::string dict =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + sizes + "), }";
   const std::size_t unpadded = 10 + dict.size() + 1;  // magic, version, length, dict, '\n'
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';
@@ -260,18 +273,22 @@ std::string npy_bytes(const T* data, index_t rows, index_t cols) {
                                   static_cast<unsigned char>(dict.size() >> 8)};
   std::string bytes(reinterpret_cast<const char*>(prefix), sizeof prefix);
   bytes += dict;
-  bytes.append(reinterpret_cast<const char*>(data),
-               sizeof(T) * std::size_t(rows * (cols ? cols : 1)));
+  bytes.append(reinterpret_cast<const char*>(data), sizeof(T) * std::size_t(count));
   return bytes;
 }
 
 template <class T>
-void write_npy(const std::string& path, const T* data, index_t rows, index_t cols) {
+void write_npy(const std::string& path, const T* data, const std::vector<index_t>& shape) {
   try {
-    write_file_atomically(path, npy_bytes(data, rows, cols));
+    write_file_atomically(path, npy_bytes(data, shape));
   } catch (const FileError& e) {
     throw NpyError(e.what());
   }
+}
+
+template <class T>
+void write_npy(const std::string& path, const T* data, index_t rows, index_t cols) {
+  write_npy(path, data, cols ? std::vector<index_t>{rows, cols} : std::vector<index_t>{rows});
 }
 
 template <class T>
@@ -283,8 +300,12 @@ Mat<T> to_matrix(const NpyArray& a) {
 }
 
 template void write_npy(const std::string&, const float*, index_t, index_t);
+template void write_npy(const std::string&, const float*, const std::vector<index_t>&);
+template void write_npy(const std::string&, const double*, const std::vector<index_t>&);
 template void write_npy(const std::string&, const double*, index_t, index_t);
 template std::string npy_bytes(const float*, index_t, index_t);
+template std::string npy_bytes(const float*, const std::vector<index_t>&);
+template std::string npy_bytes(const double*, const std::vector<index_t>&);
 template std::string npy_bytes(const double*, index_t, index_t);
 template Mat<float> to_matrix(const NpyArray&);
 template Mat<double> to_matrix(const NpyArray&);

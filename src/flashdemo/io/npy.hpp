@@ -37,7 +37,7 @@ enum class NpyType { f2, f4, f8 };
 
 struct NpyArray {
   NpyType type = NpyType::f8;
-  std::vector<index_t> shape;  // () scalar, (n,) vector, (n, d) matrix
+  std::vector<index_t> shape;  // () scalar, (n,) vector, (n, d) matrix, (b, n, d), (b, h, n, d)
   std::vector<double> data;    // row-major, widened to double (exact for every type)
   index_t rows() const { return shape.size() == 2 ? shape[0] : 1; }
   index_t cols() const { return shape.empty() ? 1 : shape.back(); }
@@ -55,6 +55,9 @@ void require_finite(const NpyArray& a, const std::string& path);
 // when T is float, else '<f8' (for OutputFiles to stage with the run's other outputs).
 template <class T>
 std::string npy_bytes(const T* data, index_t rows, index_t cols);
+// ... of any shape, (b, h, n, d) as well (data row-major).
+template <class T>
+std::string npy_bytes(const T* data, const std::vector<index_t>& shape);
 template <class T>
 std::string npy_bytes(const Mat<T>& m) {
   return npy_bytes(m.data(), m.rows(), m.cols());
@@ -67,6 +70,8 @@ std::string npy_bytes(const Vec<T>& v) {
 // Writes such a file on its own, through a temporary renamed into place.
 template <class T>
 void write_npy(const std::string& path, const T* data, index_t rows, index_t cols);
+template <class T>
+void write_npy(const std::string& path, const T* data, const std::vector<index_t>& shape);
 
 template <class T>
 void write_npy(const std::string& path, const Mat<T>& m) {
