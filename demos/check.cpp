@@ -36,6 +36,11 @@ struct CheckOptions {
   Judge judge = Judge::auto_;
   Judge dtype = Judge::auto_;  // --dtype: the same as --precision (they must agree when both)
   bool judge_given = false;
+  index_t Br = 0, Bc = 0;  // --block-q, --block-k: the submitter's tiles (0: not given)
+  std::vector<TileSizes> tiles() const {
+    if (Br == 0 && Bc == 0) return {};
+    return {TileSizes{Br ? Br : Bc, Bc ? Bc : Br}};
+  }
 };
 
 const char* kNames[] = {"O", "L", "dQ", "dK", "dV"};
@@ -65,6 +70,12 @@ std::optional<Msg> hint(Diagnosis d) {
       return Msg::hint_rows_scaled;
     case Diagnosis::grad_unscaled:
       return Msg::hint_grad_unscaled;
+    case Diagnosis::as_fp32:
+      return Msg::hint_as_fp32;
+    case Diagnosis::as_fp16:
+      return Msg::hint_as_fp16;
+    case Diagnosis::as_bf16:
+      return Msg::hint_as_bf16;
 #define FD_MISTAKE_HINT(id, ...) case Diagnosis::id:
       FD_MISTAKES(FD_MISTAKE_HINT)
 #undef FD_MISTAKE_HINT
@@ -272,6 +283,46 @@ void print_heads(const std::vector<index_t>& lead, Precision p, const BatchGrade
                           98, ui::tr(Msg::check_hint), kHintIndent));
 }
 
+// The grade's verdict and diagnosis of array k (of its first failing head), if it was graded.
+struct Seen {
+  bool graded = false, pass = false;
+  Diagnosis diagnosis = Diagnosis::none;
+};
+Seen seen(int k, const std::vector<Submitted>& submitted, const std::vector<BatchGrade>& grades) {
+  for (std::size_t x = 0; x < submitted.size(); ++x)
+    if (submitted[x].k == k) {
+      const BatchGrade& b = grades[x];
+      const Grade& g = b.first_failing >= 0 ? b.first_failing_grade : b.shown;
+      return {true, b.pass(), g.diagnosis};
+    }
+  return {};
+}
+
+// After the table: where the gradients' pattern places the bug (dV right, dQ and dK wrong: in
+// dS), and which tiles the tiled mistakes were replayed at when a failure went unexplained.
+void print_notes(const std::vector<Submitted>& submitted, const std::vector<BatchGrade>& grades,
+                 const CheckOptions& o, const HeadsProblem& p) {
+  const Seen dQ = seen(2, submitted, grades), dK = seen(3, submitted, grades),
+             dV = seen(4, submitted, grades);
+  if (dQ.graded && dK.graded && dV.graded &&
+      points_at_ds(dV.pass, dQ.pass, dQ.diagnosis, dK.pass, dK.diagnosis))
+    ui::result_raw("\n" +
+                   ui::wrap(ui::tr(Msg::check_ds_hint), 98, ui::tr(Msg::check_hint), kHintIndent));
+  bool unexplained = false;
+  for (std::size_t x = 0; x < submitted.size(); ++x) {
+    const BatchGrade& b = grades[x];
+    unexplained = unexplained ||
+                  (b.first_failing >= 0 && b.first_failing_grade.diagnosis == Diagnosis::none &&
+                   std::isfinite(b.first_failing_grade.err));
+  }
+  if (!unexplained || !diagnoses_replay(p.n, p.m, p.d)) return;
+  std::string tiles;
+  for (const TileSizes& t : replayed_tiles(o.tiles()))
+    tiles += (tiles.empty() ? "" : ", ") + fmt::format("{}x{}", t.Br, t.Bc);
+  ui::result_raw("\n" +
+                 ui::wrap(ui::tr(Msg::check_tiles_tried, tiles), 98, kHintIndent, kHintIndent));
+}
+
 int run_check(const CheckOptions& o) {
   const HeadsProblem p = load_problem(o);
   std::vector<Submitted> submitted;
@@ -297,7 +348,7 @@ int run_check(const CheckOptions& o) {
   for (const Submitted& a : submitted)
     submissions.push_back({ArrayKind(a.k), a.precision, &a.values});
   const std::vector<BatchGrade> grades =
-      grade_heads(p.Q, p.K, p.V, p.has_dO ? &p.dO : nullptr, params, submissions);
+      grade_heads(p.Q, p.K, p.V, p.has_dO ? &p.dO : nullptr, params, submissions, o.tiles());
   int passed = 0, graded = 0, ungraded = 0;
   for (std::size_t x = 0; x < submitted.size(); ++x) {
     const Submitted& a = submitted[x];
@@ -313,6 +364,7 @@ int run_check(const CheckOptions& o) {
     const bool no_verdict = b.no_verdict > 0 && b.first_failing < 0;
     passed += b.pass(), ++graded, ungraded += no_verdict;
   }
+  print_notes(submitted, grades, o, p);
   if (ungraded)
     ui::result(Msg::check_summary_ungraded, passed, graded, ungraded);
   else
@@ -347,6 +399,8 @@ void setup_check(CLI::App& app) {
   sub->add_flag("--causal", o->causal, ui::tr(Msg::check_opt_causal));
   add_align(sub, o->align, o->causal, o->causal_implied);
   add_finite(sub, "--scale", o->scale, ui::tr(Msg::check_opt_scale));
+  add_count(sub, "--block-q", o->Br, ui::tr(Msg::check_opt_block_q), index_t(1) << 20);
+  add_count(sub, "--block-k", o->Bc, ui::tr(Msg::check_opt_block_k), index_t(1) << 20);
   const std::vector<std::pair<std::string, Judge>> formats{
       {"fp64", Judge::fp64}, {"fp32", Judge::fp32}, {"bf16", Judge::bf16}, {"fp16", Judge::fp16}};
   std::vector<std::pair<std::string, Judge>> judges{{"auto", Judge::auto_}};

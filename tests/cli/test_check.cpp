@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashdemo/attention.hpp"
@@ -268,4 +269,51 @@ TEST_CASE("check refuses batches that do not fit, naming both shapes and PyTorch
     CHECK(lines(r.err).size() == 1);
     CHECK(has(r.err, c.message));
   }
+}
+
+// Gradients whose only mistake is in D (rowsum(dO * dO) instead of rowsum(dO * O)): dV passes,
+// dQ and dK fail with no diagnosis of their own, and check places the bug in dS = P (dP - D).
+TEST_CASE("check: dV right, dQ and dK wrong points at dS; the tiles replayed are named") {
+  using fd::Mat;
+  const fd::index_t n = 24, m = 20, d = 5;
+  fd::TorchGenerator gen(23);
+  const Mat<double> Q = gen.randn_matrix<double>(n, d), K = gen.randn_matrix<double>(m, d),
+                    V = gen.randn_matrix<double>(m, d), dO = gen.randn_matrix<double>(n, d);
+  for (const auto& [name, X] : {std::pair{"ds_q.npy", &Q}, std::pair{"ds_k.npy", &K},
+                                std::pair{"ds_v.npy", &V}, std::pair{"ds_do.npy", &dO}})
+    fd::write_npy(name, *X);
+  const fd::AttnParams params{false, fd::CausalAlign::top_left, {}};
+  const auto f = fd::flash_forward(Q, K, V, params, {8, 8});
+  const auto g = fd::flash_backward(Q, K, V, f, dO, params, {8, 8});
+  const double s = params.scale_for(d);
+  Mat<double> P = (s * Q * K.transpose()).eval();
+  for (fd::index_t r = 0; r < n; ++r) P.row(r) = (P.row(r).array() - f.L(r)).exp().matrix();
+  const Mat<double> dP = dO * V.transpose();
+  Mat<double> dS(n, m);
+  for (fd::index_t r = 0; r < n; ++r)
+    dS.row(r) = P.row(r).array() * (dP.row(r).array() - dO.row(r).squaredNorm());  // D wrong
+  fd::write_npy("ds_dq.npy", Mat<double>(s * dS * K));
+  fd::write_npy("ds_dk.npy", Mat<double>(s * dS.transpose() * Q));
+  fd::write_npy("ds_dv.npy", g.dV);
+  const Run r = run(
+      "check --q ds_q.npy --k ds_k.npy --v ds_v.npy --do ds_do.npy --dq ds_dq.npy --dk ds_dk.npy "
+      "--dv ds_dv.npy");
+  CHECK(r.code == 1);
+  CHECK(has(r.out,
+            "hint: dV passes but dQ and dK fail: the step they share and dV does not is "
+            "dS = P (dP - D)"));
+  CHECK(has(r.out,
+            "(the tiled mistakes were replayed at tiles 16x16, 32x32, 64x64, 128x128, 16x24:"));
+  const Run mine =
+      run("check --q ds_q.npy --k ds_k.npy --v ds_v.npy --do ds_do.npy --dq ds_dq.npy --block-q 8 "
+          "--block-k 12");
+  CHECK(has(mine.out, "replayed at tiles 8x12, 16x16, 32x32"));
+  for (const auto& line : lines(r.out)) CHECK(columns(line) <= 100);
+  // The student's O at 8 x 8 tiles without the rescale: found once the tiles are given.
+  const auto broken = fd::flash_forward(Q, K, V, params, {8, 8}, nullptr,
+                                        fd::Variant{fd::Precision::fp64, fd::Mistake::no_rescale});
+  fd::write_npy("ds_o.npy", broken.O);
+  const std::string o = "check --q ds_q.npy --k ds_k.npy --v ds_v.npy --o ds_o.npy";
+  CHECK_FALSE(has(run(o).out, "rescale"));
+  CHECK(has(run(o + " --block-q 8 --block-k 8").out, "rescale"));
 }

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <initializer_list>
+#include <utility>
+#include <vector>
 
 #include "check.hpp"
 #include "flashdemo/io/random.hpp"
@@ -167,4 +169,65 @@ TEST_CASE("no verdict where the naive yardstick overflows, never a pass") {
     CHECK_FALSE(g.pass);
   }
   CHECK(grader.grade(ArrayKind::O, nan, Precision::fp32).outcome == Outcome::fail);
+}
+
+// Arrays that carry a submitter's own fp32 rounding: the hints allow for it.
+TEST_CASE("hints with realistic fp32 rounding: the missing scale on dQ and dK, a lower precision") {
+  const CheckProblem p = problem(true, CausalAlign::top_left);
+  Grader grader(p);
+  const float s = float(p.params.scale_for(6));
+  // The student's fp32 backward, its gradients left without the factor scale (rounded in fp32).
+  const auto f = flash_forward<float>(p.Q.cast<float>(), p.K.cast<float>(), p.V.cast<float>(),
+                                      p.params, {16, 16});
+  const auto b = flash_backward<float>(p.Q.cast<float>(), p.K.cast<float>(), p.V.cast<float>(), f,
+                                       p.dO.cast<float>(), p.params, {16, 16});
+  for (const auto& [kind, X] : {std::pair{ArrayKind::dQ, Mat<float>(b.dQ / s)},
+                                std::pair{ArrayKind::dK, Mat<float>(b.dK / s)}}) {
+    const Grade g = grader.grade(kind, X.cast<double>(), Precision::fp32);
+    INFO("array " << int(kind) << " diagnosis " << int(g.diagnosis));
+    CHECK_FALSE(g.pass);
+    CHECK(g.diagnosis == Diagnosis::grad_unscaled);
+  }
+  // O computed right and rounded to bf16 (or fp16), saved as float32: graded in fp32 it fails,
+  // and the hint names the precision whose rule it passes.
+  const Mat<double> O = grader.expected(ArrayKind::O);
+  for (const auto& [lower, expect] : {std::pair{Precision::bf16, Diagnosis::as_bf16},
+                                      std::pair{Precision::fp16, Diagnosis::as_fp16}}) {
+    const Mat<double> X =
+        O.unaryExpr([lower = lower](double v) { return double(float(round_to(lower, v))); });
+    const Grade g = grader.grade(ArrayKind::O, X, Precision::fp32);
+    CHECK_FALSE(g.pass);
+    CHECK(g.diagnosis == expect);
+    CHECK(grader.grade(ArrayKind::O, X, lower).pass);
+  }
+  // fp32 numbers saved as float64, graded as fp64: fp32 is named, not a lower precision.
+  const Mat<double> O32 = O.cast<float>().cast<double>();
+  CHECK(grader.grade(ArrayKind::O, O32, Precision::fp64).diagnosis == Diagnosis::as_fp32);
+  // A few wrong entries as small as bf16 rounding are a bug, not a precision.
+  Mat<double> few = O;
+  few(3, 2) += 2e-3, few(9, 1) -= 2e-3;
+  CHECK(grader.grade(ArrayKind::O, few, Precision::fp32).diagnosis == Diagnosis::none);
+}
+
+TEST_CASE("the submitter's tile sizes are replayed first; a mistake at 8 x 8 is then found") {
+  const CheckProblem p = problem(false, CausalAlign::top_left);
+  const Broken at8 = flash(p, p.params, Mistake::no_rescale, {8, 8});
+  Grader common(p);
+  CHECK(common.grade(ArrayKind::O, at8.O, Precision::fp64).diagnosis == Diagnosis::none);
+  CheckProblem mine = p;
+  mine.tiles = {TileSizes{8, 8}};
+  Grader told(mine);
+  CHECK(told.grade(ArrayKind::O, at8.O, Precision::fp64).diagnosis == Diagnosis::no_rescale);
+  const std::vector<TileSizes> tried = replayed_tiles({{8, 8}, {16, 16}});
+  REQUIRE(tried.size() == 6);
+  CHECK(tried[0].Br == 8);
+  CHECK(tried[1].Br == 16);
+  CHECK(tried[5].Bc == 24);
+}
+
+TEST_CASE("dV right, dQ and dK wrong with no diagnosis of their own: the bug is placed in dS") {
+  CHECK(points_at_ds(true, false, Diagnosis::none, false, Diagnosis::none));
+  CHECK_FALSE(points_at_ds(false, false, Diagnosis::none, false, Diagnosis::none));
+  CHECK_FALSE(points_at_ds(true, true, Diagnosis::none, false, Diagnosis::none));
+  CHECK_FALSE(points_at_ds(true, false, Diagnosis::no_d, false, Diagnosis::no_d));
 }

@@ -62,11 +62,12 @@ std::vector<index_t> torch_layout(const std::vector<index_t>& shape) {
 
 std::vector<BatchGrade> grade_heads(const Heads& Q, const Heads& K, const Heads& V, const Heads* dO,
                                     const AttnParams& params,
-                                    const std::vector<Submission>& submissions) {
+                                    const std::vector<Submission>& submissions,
+                                    const std::vector<TileSizes>& tiles) {
   std::vector<BatchGrade> out(submissions.size());
   for (std::size_t k = 0; k < Q.heads.size(); ++k) {
     Grader grader(CheckProblem{Q.heads[k], K.heads[k], V.heads[k],
-                               dO ? dO->heads[k] : Mat<double>(), params});
+                               dO ? dO->heads[k] : Mat<double>(), params, tiles});
     for (std::size_t s = 0; s < submissions.size(); ++s) {
       const Submission& x = submissions[s];
       add(out[s], grader.grade(x.kind, x.X->heads[k], x.precision), index_t(k));

@@ -52,10 +52,12 @@ struct Submission {
   const Heads* X;  // the same leading dimensions as Q
 };
 
-// Every submission graded head by head. Q, K, V (and dO when given, else nullptr) share their
+// Every submission graded head by head (tiles: the submitter's tile sizes, replayed first by the
+// diagnoses). Q, K, V (and dO when given, else nullptr) share their
 // leading dimensions; so does each submission.
 std::vector<BatchGrade> grade_heads(const Heads& Q, const Heads& K, const Heads& V, const Heads* dO,
                                     const AttnParams& params,
-                                    const std::vector<Submission>& submissions);
+                                    const std::vector<Submission>& submissions,
+                                    const std::vector<TileSizes>& tiles = {});
 
 }  // namespace fd

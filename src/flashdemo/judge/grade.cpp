@@ -54,6 +54,16 @@ bool rows_scaled(const Mat<double>& X, const Mat<double>& ref, double tol) {
   return off >= 2 && 2 * off >= rows && c_max - c_min > 1e-6 * c_max;
 }
 
+// Errors spread as rounding spreads them: at least a quarter of the entries above the bound (a
+// few wrong entries, however small, are a bug, not a lower precision).
+template <class R>
+bool rounding_like(const Mat<double>& X, const Mat<R>& ref, double bound) {
+  index_t above = 0;
+  for (index_t k = 0; k < X.size(); ++k)
+    above += std::abs(X.data()[k] - double(ref.data()[k])) > bound;
+  return 4 * above >= X.size() && above >= 2;
+}
+
 }  // namespace
 
 template <class T>
@@ -71,6 +81,22 @@ const Mat<T>& Grader::Outputs<T>::get(ArrayKind kind) const {
       return dV;
   }
   return O;
+}
+
+bool diagnoses_replay(index_t n, index_t m, index_t d) {
+  return double(n) * double(m) * double(d) <= kDiagnoseLimit;
+}
+
+std::vector<TileSizes> replayed_tiles(const std::vector<TileSizes>& given) {
+  std::vector<TileSizes> tiles;
+  auto add = [&](TileSizes t) {
+    for (const TileSizes& u : tiles)
+      if (u.Br == t.Br && u.Bc == t.Bc) return;
+    tiles.push_back(t);
+  };
+  for (const TileSizes& t : given) add(t);
+  for (const TileSizes& t : kCommonTiles) add(t);
+  return tiles;
 }
 
 Grader::Grader(CheckProblem problem) : problem_(std::move(problem)) {
@@ -178,16 +204,20 @@ Diagnosis Grader::diagnose(ArrayKind kind, const Mat<double>& X, double tol) con
   std::sort(rerun.begin(), rerun.end(),
             [](const MistakeRow& a, const MistakeRow& b) { return a.regraded < b.regraded; });
   for (const MistakeRow& row : rerun) {
-    for (const TileSizes& tiles : kCommonTiles) {
+    for (const TileSizes& tiles : replayed_tiles(problem_.tiles)) {
       candidates.push_back({diagnosis_of(row.mistake), [&, mistake = row.mistake, tiles] {
                               return run(given, mistake, tiles).get(kind);
                             }});
       if (!row.tiled) break;  // the same array at every tile size
     }
   }
+  // A candidate larger than the truth (no scale: 1 / scale times larger) carries rounding as
+  // large in proportion: the tolerance grows with it (never shrinks).
+  const double truth_size = std::max(max_finite_abs(truth), 1e-300);
   for (const auto& [diagnosis, make] : candidates) {
     const Mat<double> candidate = make();
-    if (within(X, candidate, tol) && !within(candidate, truth, kDistinct * tol)) return diagnosis;
+    const double t = tol * std::max(1.0, max_finite_abs(candidate) / truth_size);
+    if (within(X, candidate, t) && !within(candidate, truth, kDistinct * t)) return diagnosis;
   }
   if (kind == ArrayKind::O && rows_scaled(X, expected, tol)) return Diagnosis::rows_scaled;
   if (broken_numbers(X, truth)) return Diagnosis::has_nan;
@@ -212,13 +242,24 @@ Grade Grader::grade(ArrayKind kind, const Mat<double>& X, Precision p) {
   if (v.outcome == Outcome::no_verdict) return g;  // no bound: nothing to compare rows with
   g.first_bad_row = first_row_above(X, ref, g.bound);
   if (g.pass) return g;
-  const bool small =
-      double(problem_.Q.rows()) * double(problem_.K.rows()) * double(problem_.Q.cols()) <=
-      kDiagnoseLimit;
+  const bool small = diagnoses_replay(problem_.Q.rows(), problem_.K.rows(), problem_.Q.cols());
   if (small)
     g.diagnosis = diagnose(kind, X, std::max(g.bound, 1e-9 * max_finite_abs(ref)));
   else if (broken_numbers(X, ref))
     g.diagnosis = Diagnosis::has_nan;
+  if (g.diagnosis == Diagnosis::none && (p == Precision::fp32 || p == Precision::fp64) &&
+      rounding_like(X, ref, g.bound))
+    for (Precision lower : {Precision::fp32, Precision::fp16, Precision::bf16}) {  // tightest first
+      if (lower == p) continue;
+      const RuleVerdict w =
+          apply_rule(lower, e.value, max_abs_error(naive(lower).get(kind), ref).value,
+                     max_finite_abs(magnitude_.get(kind)));
+      if (!w.pass()) continue;
+      g.diagnosis = lower == Precision::fp32   ? Diagnosis::as_fp32
+                    : lower == Precision::fp16 ? Diagnosis::as_fp16
+                                               : Diagnosis::as_bf16;
+      break;
+    }
   return g;
 }
 

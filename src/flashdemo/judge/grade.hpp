@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "flashdemo/attention.hpp"
 #include "flashdemo/host_device/precision.hpp"
@@ -40,6 +41,9 @@ enum class Diagnosis {
   l_base2,        // L in base 2: log2 of the sum of exp, L / ln 2
   rows_scaled,    // each row of O off by its own positive factor (normalization)
   grad_unscaled,  // dQ or dK off by the factor scale
+  as_fp32,        // fails in fp64 but passes fp32's rule: fp32 rounding, or a bug as small
+  as_fp16,        // fails in fp32 or fp64 but passes fp16's rule
+  as_bf16,        // ... bf16's
 // The --break mistakes, one each (FD_MISTAKES, variant.hpp); wrong_align: matches the other
 // causal alignment.
 #define FD_DIAGNOSIS_ID(id, ...) id,
@@ -76,7 +80,22 @@ struct CheckProblem {
   Mat<double> Q, K, V;  // n x d, m x d, m x d
   Mat<double> dO;       // n x d, empty when no gradient is graded
   AttnParams params;
+  std::vector<TileSizes> tiles = {};  // the submitter's tile sizes, replayed first (may be none)
 };
+
+// The tile sizes the tiled mistakes are replayed at: the submitter's, then the common ones.
+std::vector<TileSizes> replayed_tiles(const std::vector<TileSizes>& given);
+
+// Whether the diagnoses replay mistakes on an n x m problem of head dim d (they rerun the
+// algorithm several times: only below 2^26 score-times-dim entries).
+bool diagnoses_replay(index_t n, index_t m, index_t d);
+
+// Across the gradients of one run: dV right while dQ and dK fail with no diagnosis of their own
+// places the bug in dS = P (dP - D), the step dQ and dK share and dV does not (D = rowsum(dO O),
+// dP = dO V^T).
+constexpr bool points_at_ds(bool dV_pass, bool dQ_pass, Diagnosis dQ, bool dK_pass, Diagnosis dK) {
+  return dV_pass && !dQ_pass && !dK_pass && dQ == Diagnosis::none && dK == Diagnosis::none;
+}
 
 class Grader {
  public:
