@@ -45,8 +45,8 @@ std::string slurp(const std::string& path) {
 
 Run run(const std::string& args) {
   const std::string out = "cli_test_stdout.txt", err = "cli_test_stderr.txt";
-  const std::string cmd =
-      std::string("LC_ALL=C LANG=C '") + FLASHDEMO_EXE + "' " + args + " >" + out + " 2>" + err;
+  std::string cmd = "LC_ALL=C LANG=C ";  // appended, not '+': g++ 12 warns, wrongly, on the latter
+  cmd.append(exe()).append(" ").append(args).append(" >").append(out).append(" 2>").append(err);
   const int status = std::system(cmd.c_str());
   Run r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

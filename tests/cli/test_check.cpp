@@ -286,14 +286,17 @@ TEST_CASE("check: dV right, dQ and dK wrong points at dS; the tiles replayed are
   const auto f = fd::flash_forward(Q, K, V, params, {8, 8});
   const auto g = fd::flash_backward(Q, K, V, f, dO, params, {8, 8});
   const double s = params.scale_for(d);
-  Mat<double> P = (s * Q * K.transpose()).eval();
-  for (fd::index_t r = 0; r < n; ++r) P.row(r) = (P.row(r).array() - f.L(r)).exp().matrix();
-  const Mat<double> dP = dO * V.transpose();
-  Mat<double> dS(n, m);
-  for (fd::index_t r = 0; r < n; ++r)
-    dS.row(r) = P.row(r).array() * (dP.row(r).array() - dO.row(r).squaredNorm());  // D wrong
-  fd::write_npy("ds_dq.npy", Mat<double>(s * dS * K));
-  fd::write_npy("ds_dk.npy", Mat<double>(s * dS.transpose() * Q));
+  // dS with D = rowsum(dO * dO), entry by entry (small: plain loops), then dQ = s dS K and
+  // dK = s dS^T Q.
+  Mat<double> dQ = Mat<double>::Zero(n, d), dK = Mat<double>::Zero(m, d);
+  for (fd::index_t i = 0; i < n; ++i)
+    for (fd::index_t j = 0; j < m; ++j) {
+      const double P = std::exp(s * Q.row(i).dot(K.row(j)) - f.L(i));
+      const double dS = P * (dO.row(i).dot(V.row(j)) - dO.row(i).squaredNorm());  // D wrong
+      dQ.row(i) += s * dS * K.row(j), dK.row(j) += s * dS * Q.row(i);
+    }
+  fd::write_npy("ds_dq.npy", dQ);
+  fd::write_npy("ds_dk.npy", dK);
   fd::write_npy("ds_dv.npy", g.dV);
   const Run r = run(
       "check --q ds_q.npy --k ds_k.npy --v ds_v.npy --do ds_do.npy --dq ds_dq.npy --dk ds_dk.npy "
