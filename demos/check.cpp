@@ -278,9 +278,9 @@ void print_heads(const std::vector<index_t>& lead, Precision p, const BatchGrade
       "\n");
   if (b.first_failing < 0) return;
   const std::string why = explanation(p, b.first_failing_grade);
-  ui::result_raw(ui::wrap(ui::tr(Msg::check_first_failing_head, head_text(lead, b.first_failing)) +
-                              (why.empty() ? "" : " " + why),
-                          98, ui::tr(Msg::check_hint), kHintIndent));
+  ui::result_raw(
+      ui::wrap(ui::tr(Msg::check_first_failing_head, head_text(lead, b.first_failing), why), 98,
+               ui::tr(Msg::check_hint), kHintIndent));
 }
 
 // The grade's verdict and diagnosis of array k (of its first failing head), if it was graded.
@@ -399,8 +399,10 @@ void setup_check(CLI::App& app) {
   sub->add_flag("--causal", o->causal, ui::tr(Msg::check_opt_causal));
   add_align(sub, o->align, o->causal, o->causal_implied);
   add_finite(sub, "--scale", o->scale, ui::tr(Msg::check_opt_scale));
-  add_count(sub, "--block-q", o->Br, ui::tr(Msg::check_opt_block_q), index_t(1) << 20);
-  add_count(sub, "--block-k", o->Bc, ui::tr(Msg::check_opt_block_k), index_t(1) << 20);
+  add_count(sub, "--block-q", o->Br, ui::tr(Msg::check_opt_block_q), index_t(1) << 20)
+      ->default_str("");
+  add_count(sub, "--block-k", o->Bc, ui::tr(Msg::check_opt_block_k), index_t(1) << 20)
+      ->default_str("");
   const std::vector<std::pair<std::string, Judge>> formats{
       {"fp64", Judge::fp64}, {"fp32", Judge::fp32}, {"bf16", Judge::bf16}, {"fp16", Judge::fp16}};
   std::vector<std::pair<std::string, Judge>> judges{{"auto", Judge::auto_}};
