@@ -110,6 +110,9 @@ struct LoadedArrays {
 //      --trace rows listing;
 //   4. with d from the files: what the rung needs of that d (require_device_d, device.hpp);
 //   5. forward: --show-p within n.
+// The rung's d rule comes after the files on purpose: d is known only then, and checking
+// everything else first refuses a wrong combination of options before a large file is read.
+// With --o, --lse (backward) the student's O and L are read in step 3 too.
 LoadedArrays validate_run(AttentionOptions& o, Subcommand which);
 
 // Refuses sizes whose reference (extra_nm matrices of n x m, `bytes` per element) would not fit.
