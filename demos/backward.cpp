@@ -140,10 +140,14 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
     ui::say(Msg::backward_loss_square);
   if (o.parts.problem) print_storage(o, o.emulated() ? 2 : sizeof(T));
   progress.phase(ui::tr(Msg::progress_forward));
-  ForwardResult<T> fwd = forward_on_device(o, in, nullptr);  // on the forward's tiles
-  const Tiling tiling = o.tiling(cuda::Pass::bwd);           // the backward's
+  // The run's own forward (on the forward's tiles), unless --o, --lse replace it and --do makes
+  // its O unneeded (dO = 2 O takes the run's own O, the judge's loss).
+  const bool given = files.O.size() > 0;
+  ForwardResult<T> fwd =
+      given && up.given() ? ForwardResult<T>{} : forward_on_device(o, in, nullptr);
+  const Tiling tiling = o.tiling(cuda::Pass::bwd);  // the backward's
   const Mat<T> dO = up.dO<T>(fwd.O).unaryExpr([&](T v) { return round_to(o.precision, v); });
-  if (files.O.size()) fwd = given_forward(files, o, judge);  // (dO = 2 O: the run's own O)
+  if (given) fwd = given_forward(files, o, judge);
   if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
     ui::say_raw("\n");
     ui::print_tile_map(tiling, o.params().mask_for(o.n, o.keys()));

@@ -221,15 +221,13 @@ void print_grade(int k, const std::string& path, Precision p, const Grade& g) {
 // dimensions), the hint of the first failing head.
 nlohmann::json grade_event(int k, const std::string& path, Precision p, const BatchGrade& b,
                            const std::vector<index_t>& lead) {
-  const Grade& g = b.shown;
-  const Grade& hinted = b.first_failing >= 0 ? b.first_failing_grade : g;
-  const Outcome outcome = b.first_failing >= 0 ? Outcome::fail : g.outcome;
+  const Grade &g = b.shown, &hinted = b.hinted();  // (shown: the worst, failing if any head fails)
   return {{"event", "grade"},
           {"array", kNames[k]},
           {"file", path},
           {"precision", precision_name(p)},
           {"pass", b.pass()},
-          {"verdict", ui::outcome_id(outcome)},
+          {"verdict", ui::outcome_id(g.outcome)},
           {"max_error", ui::number(g.err)},
           {"worst", {g.worst_row, g.worst_col}},
           {"head", head_index(lead, b.shown_head)},
@@ -277,44 +275,35 @@ void print_heads(const std::vector<index_t>& lead, Precision p, const BatchGrade
       ui::tr(Msg::check_heads, b.passed, b.heads, shape_text(lead), head_text(lead, b.shown_head)) +
       "\n");
   if (b.first_failing < 0) return;
-  const std::string why = explanation(p, b.first_failing_grade);
+  const std::string why = explanation(p, b.hinted());
   ui::result_raw(
       ui::wrap(ui::tr(Msg::check_first_failing_head, head_text(lead, b.first_failing), why), 98,
                ui::tr(Msg::check_hint), kHintIndent));
 }
 
-// The grade's verdict and diagnosis of array k (of its first failing head), if it was graded.
-struct Seen {
-  bool graded = false, pass = false;
-  Diagnosis diagnosis = Diagnosis::none;
-};
-Seen seen(int k, const std::vector<Submitted>& submitted, const std::vector<BatchGrade>& grades) {
+// The grades of array k (O, L, dQ, dK, dV), or null when it was not submitted.
+const BatchGrade* grade_of(int k, const std::vector<Submitted>& submitted,
+                           const std::vector<BatchGrade>& grades) {
   for (std::size_t x = 0; x < submitted.size(); ++x)
-    if (submitted[x].k == k) {
-      const BatchGrade& b = grades[x];
-      const Grade& g = b.first_failing >= 0 ? b.first_failing_grade : b.shown;
-      return {true, b.pass(), g.diagnosis};
-    }
-  return {};
+    if (submitted[x].k == k) return &grades[x];
+  return nullptr;
 }
 
 // After the table: where the gradients' pattern places the bug (dV right, dQ and dK wrong: in
 // dS), and which tiles the tiled mistakes were replayed at when a failure went unexplained.
 void print_notes(const std::vector<Submitted>& submitted, const std::vector<BatchGrade>& grades,
                  const CheckOptions& o, const HeadsProblem& p) {
-  const Seen dQ = seen(2, submitted, grades), dK = seen(3, submitted, grades),
-             dV = seen(4, submitted, grades);
-  if (dQ.graded && dK.graded && dV.graded &&
-      points_at_ds(dV.pass, dQ.pass, dQ.diagnosis, dK.pass, dK.diagnosis))
+  const BatchGrade *dQ = grade_of(2, submitted, grades), *dK = grade_of(3, submitted, grades),
+                   *dV = grade_of(4, submitted, grades);
+  if (dQ && dK && dV &&
+      points_at_ds(dV->pass(), dQ->pass(), dQ->hinted().diagnosis, dK->pass(),
+                   dK->hinted().diagnosis))
     ui::result_raw("\n" +
                    ui::wrap(ui::tr(Msg::check_ds_hint), 98, ui::tr(Msg::check_hint), kHintIndent));
   bool unexplained = false;
-  for (std::size_t x = 0; x < submitted.size(); ++x) {
-    const BatchGrade& b = grades[x];
-    unexplained = unexplained ||
-                  (b.first_failing >= 0 && b.first_failing_grade.diagnosis == Diagnosis::none &&
-                   std::isfinite(b.first_failing_grade.err));
-  }
+  for (const BatchGrade& b : grades)
+    unexplained = unexplained || (b.first_failing >= 0 && b.hinted().diagnosis == Diagnosis::none &&
+                                  std::isfinite(b.hinted().err));
   if (!unexplained || !diagnoses_replay(p.n, p.m, p.d)) return;
   std::string tiles;
   for (const TileSizes& t : replayed_tiles(o.tiles()))
@@ -361,8 +350,7 @@ int run_check(const CheckOptions& o) {
       print_heads(p.Q.lead, a.precision, b);
     }
     rec.emit(grade_event(a.k, o.files[a.k], a.precision, b, p.Q.lead));
-    const bool no_verdict = b.no_verdict > 0 && b.first_failing < 0;
-    passed += b.pass(), ++graded, ungraded += no_verdict;
+    passed += b.pass(), ++graded, ungraded += g.outcome == Outcome::no_verdict;
   }
   print_notes(submitted, grades, o, p);
   if (ungraded)

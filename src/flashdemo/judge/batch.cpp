@@ -41,10 +41,8 @@ Heads split_heads(const NpyArray& X, std::size_t lead_dims) {
   for (index_t x : h.lead) count *= x;
   h.heads.reserve(std::size_t(count));
   for (index_t k = 0; k < count; ++k) {
-    Mat<double> m(rows, cols);
-    const double* from = X.data.data() + k * rows * cols;
-    for (index_t e = 0; e < rows * cols; ++e) m.data()[e] = from[e];
-    h.heads.push_back(std::move(m));
+    h.heads.emplace_back(
+        Eigen::Map<const Mat<double>>(X.data.data() + k * rows * cols, rows, cols));
   }
   return h;
 }

@@ -44,6 +44,9 @@ struct BatchGrade {
   Grade first_failing_grade;
   index_t heads = 0, passed = 0, no_verdict = 0;
   bool pass() const { return heads > 0 && passed == heads; }
+  // The grade whose diagnosis and first wrong row explain the array: the first failing head's,
+  // else the shown one's.
+  const Grade& hinted() const { return first_failing >= 0 ? first_failing_grade : shown; }
 };
 
 struct Submission {

@@ -203,8 +203,9 @@ Diagnosis Grader::diagnose(ArrayKind kind, const Mat<double>& X, double tol) con
     if (row.regraded > 0) rerun.push_back(row);
   std::sort(rerun.begin(), rerun.end(),
             [](const MistakeRow& a, const MistakeRow& b) { return a.regraded < b.regraded; });
+  const std::vector<TileSizes> replayed = replayed_tiles(problem_.tiles);
   for (const MistakeRow& row : rerun) {
-    for (const TileSizes& tiles : replayed_tiles(problem_.tiles)) {
+    for (const TileSizes& tiles : replayed) {
       candidates.push_back({diagnosis_of(row.mistake), [&, mistake = row.mistake, tiles] {
                               return run(given, mistake, tiles).get(kind);
                             }});
