@@ -715,9 +715,12 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
         const double flops = backward_flops(b * h, n, d, causal);
         const std::vector<float>&q = in.Q, &k = in.K, &v = in.V, &o = in.dO;
         using W = cuda::HopperBwdSteps;
-        for (W way : {W{false, -1, -1}, W{true, 0, -1}, W{true, 1, -1}, W{true, -1, 0},
-                      W{true, -1, 1}, W{true, -1, 2}, W{true, -1, 3}}) {
-          if (way.dq_by_columns == 1 && d != 128) continue;  // (d = 64: by keys)
+        for (W way :
+             {W{false, -1, -1, -1}, W{true, 0, -1, -1}, W{true, 1, -1, -1}, W{true, -1, 0, -1},
+              W{true, -1, 1, -1}, W{true, -1, 2, -1}, W{true, -1, 3, -1}, W{true, -1, 0, 128},
+              W{true, -1, 1, 128}, W{true, -1, 3, 128}}) {
+          if (way.dq_by_columns >= 0 && d != 128) continue;  // (d = 64: one cut a Br)
+          if (way.Br > 0 && d != 64) continue;               // (d = 128: Br = 64 only)
           auto t = cuda::hopper_time_backward_steps<float>(
               {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
               way, q.data(), k.data(), v.data(), o.data(), 3, 20);
@@ -725,8 +728,8 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
           const double ms = t.ms[t.ms.size() / 2];
           MESSAGE("hopper backward n=" << n << " d=" << d << " causal=" << causal << " bulk_dq="
                                        << way.bulk_dq << " by_columns=" << way.dq_by_columns
-                                       << " overlap=" << way.overlap << ": " << ms << " ms, "
-                                       << flops / ms / 1e9 << " TFLOP/s");
+                                       << " overlap=" << way.overlap << " Br=" << way.Br << ": "
+                                       << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
         }
       }
 }

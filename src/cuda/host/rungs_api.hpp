@@ -33,11 +33,11 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bo
 // hopper's backward steps, each on or off: what each buys. dQ added by the copy engine's bulk
 // reduce (bulk_dq) or by each thread's atomics; cut between the warpgroups by columns
 // (dq_by_columns 1, d = 128 only) or by keys (0); with bulk_dq, the warpgroups' own overlaps
-// (overlap: bit 1, P^T computed while dP^T runs; bit 2, dQ issued before dK; bf16 only). -1: the
-// rung's default.
+// (overlap: bit 1, P^T computed while dP^T runs; bit 2, dQ issued before dK; bf16 only); Br
+// query rows a step (64, or 128 at d = 64; bf16 only). -1: the rung's default.
 struct HopperBwdSteps {
   bool bulk_dq = true;
-  int dq_by_columns = -1, overlap = -1;
+  int dq_by_columns = -1, overlap = -1, Br = -1;
 };
 template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,

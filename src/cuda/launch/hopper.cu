@@ -95,16 +95,17 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     run(hopper_forward_kernel<E, kD, false, false, false>);
 }
 
-template <class E, int kD>
-void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
-                              HopperSteps steps) {
-  using Tiles = HopperBwdTiles<kD>;
-  const index_t heads = p.s.heads(), Tr = g.tiling.Tr(), padded = Tr * Tiles::Br;
+// hopper's backward at Br = kBr query rows a step (g.tiling.Br: the rung's HopperBwdTiles, or
+// another Br that fits, timed by hopper_time_backward_steps).
+template <class E, int kD, int kBr>
+void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& g,
+                                  bool deterministic, HopperSteps steps) {
+  const index_t heads = p.s.heads(), Tr = g.tiling.Tr(), padded = Tr * kBr;
   hopper_bwd_prep_kernel<E, kD><<<unsigned((heads * padded + 3) / 4), 128>>>(
       p.O.ptr, g.dO.ptr, p.L.ptr, g.D.ptr, reinterpret_cast<float2*>(g.LD.ptr), heads, p.s.n,
       padded);
-  const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, kD, Tiles::Br);
-  const CUtensorMap tmdO = tensor_map(g.dO.ptr, heads, p.s.n, kD, Tiles::Br);
+  const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, kD, kBr);
+  const CUtensorMap tmdO = tensor_map(g.dO.ptr, heads, p.s.n, kD, kBr);
   const CUtensorMap tmdQ = tensor_map(g.dQ.ptr, heads, p.s.n, kD, 64);
   const HopperBwdArgs<E> a{reinterpret_cast<const float2*>(g.LD.ptr),
                            g.dQ.ptr,
@@ -121,36 +122,35 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
     allow_smem(kernel, bytes);
     kernel<<<grid, kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, tmdQ, a);
   };
-  constexpr bool kColumns = HopperBwdTiles<kD>::kDqByColumns;
-  constexpr std::size_t bytes = HopperBwdSmem<kD>::kBytes;
+  constexpr DqCut kCut = hopper_bwd_cut(kD, kBr);
+  constexpr std::size_t bytes = HopperBwdSmem<kD, kBr>::kBytes;
+  using W = DqWay;
   if (deterministic) {
-    run(hopper_bwd_kernel<E, kD, DqWay::separate, kColumns>, bytes);
+    run(hopper_bwd_kernel<E, kD, W::separate, kBr>, bytes);
   } else {
     check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
-    const bool columns = steps.dq_by_columns < 0 ? kColumns : steps.dq_by_columns != 0;
-    if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, DqWay::atomics, kColumns>, bytes);
+    if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, W::atomics, kBr>, bytes);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
-      using W = DqWay;
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
       switch (steps.bwd_overlap) {
         case 0:
-          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, 0>, bytes);
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, 0>, bytes);
         case P:
-          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, P>, bytes);
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, P>, bytes);
         case Dq:
-          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, Dq>, bytes);
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, Dq>, bytes);
         case P | Dq:
-          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kColumns, P | Dq>, bytes);
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, P | Dq>, bytes);
         default:
           break;
       }
+      // the other cut at Br = 64, d = 128: by keys (twice the reduce traffic, no meeting)
+      if constexpr (kD == 128 && kBr == 64)
+        if (steps.dq_by_columns == 0)
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, DqCut::keys>,
+                     HopperBwdSmem<kD, kBr, DqCut::keys>::kBytes);
     }
-    if constexpr (kD == 128) {  // (the cut by columns is written for d = 128)
-      if (columns != kColumns)
-        return run(hopper_bwd_kernel<E, kD, DqWay::bulk_add, !kColumns>,
-                   HopperBwdSmem<kD, !kColumns>::kBytes);
-    }
-    return run(hopper_bwd_kernel<E, kD, DqWay::bulk_add, kColumns>, bytes);
+    return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr>, bytes);
   }
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it
   const Tiling mma_tiling{p.s.n, p.s.m, kBwdTile, kBwdTile};
@@ -160,6 +160,20 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
   mma_dq_kernel<E, kD>
       <<<dim3(unsigned(mma_tiling.Tr()), unsigned(heads)), kTcThreads, mma_dq_smem_bytes<kD>()>>>(
           m);
+}
+
+// The Br of the arrays' tiling: the rung's (kernel_tiles), or, timed in bf16, another that fits.
+template <class E, int kD>
+void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deterministic,
+                              HopperSteps steps) {
+  constexpr int kBr = HopperBwdTiles<kD>::Br, kOther = kBr == 64 ? 128 : 64;
+  if constexpr (std::is_same_v<E, __nv_bfloat16> && HopperBwdFits::at<kD, kOther>())
+    if (g.tiling.Br == kOther)
+      return launch_hopper_backward_tiles<E, kD, kOther>(p, g, deterministic, steps);
+  if (g.tiling.Br != kBr)
+    throw CudaError("hopper's backward has no kernel for Br = " + std::to_string(g.tiling.Br) +
+                    " at d = " + std::to_string(kD));
+  launch_hopper_backward_tiles<E, kD, kBr>(p, g, deterministic, steps);
 }
 
 }  // namespace

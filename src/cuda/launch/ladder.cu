@@ -187,7 +187,8 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
         DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
         launch(p);
         check_launch("the forward kernel");
-        BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
+        BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d),
+                            bwd.Br > 0 ? index_t(bwd.Br) : 0);
         HopperSteps steps;
         steps.bulk_dq = int(bwd.bulk_dq), steps.dq_by_columns = bwd.dq_by_columns;
         steps.bwd_overlap = bwd.overlap;

@@ -101,15 +101,16 @@ struct DeviceProblem {
 };
 
 // The backward's arrays on the device, beside a forward's problem (Q, K, V already there): dO
-// in E, D and the gradients in fp32, and the rung's backward tiling (kernel_tiles). hopper's
-// also keeps (L2, D) per row padded to whole query tiles (LD: two floats a row).
+// in E, D and the gradients in fp32, and the rung's backward tiling (kernel_tiles; Br, when
+// given, another query tile that hopper's backward is timed with). hopper's also keeps (L2, D)
+// per row padded to whole query tiles (LD: two floats a row).
 template <class E>
 struct BackwardArrays {
   Tiling tiling;
   DeviceArray<E> dO;
   DeviceArray<float> D, dQ, dK, dV, LD;
-  BackwardArrays(const DeviceProblem<E>& p, const std::vector<E>& dO_host)
-      : tiling{p.s.n, p.s.m, kernel_tiles(p.impl, p.s.d, Pass::bwd).Br,
+  BackwardArrays(const DeviceProblem<E>& p, const std::vector<E>& dO_host, index_t Br = 0)
+      : tiling{p.s.n, p.s.m, Br > 0 ? Br : kernel_tiles(p.impl, p.s.d, Pass::bwd).Br,
                kernel_tiles(p.impl, p.s.d, Pass::bwd).Bc},
         dO(dO_host.data(), dO_host.size()),
         D(std::size_t(p.s.heads() * p.s.n)),
@@ -139,8 +140,8 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 // Which of hopper's overlap steps are on; unset, the rung's own choice at that d. Its backward:
 // dQ added by the copy engine's bulk reduce (bulk_dq 1, the default) or by atomics (0); cut
 // between the warpgroups by columns (dq_by_columns 1, d = 128) or by keys (0; -1: the default,
-// HopperBwdTiles); with bulk_dq, its warpgroups' overlaps (bwd_overlap, kBwdOverlap* bits, bf16
-// only; -1: all on, the rung's choice).
+// hopper_bwd_cut); with bulk_dq, its warpgroups' overlaps (bwd_overlap, kBwdOverlap* bits, bf16
+// only; -1: the rung's choice, hopper_bwd_overlap).
 struct HopperSteps {
   int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1;

@@ -18,26 +18,27 @@
 //         dS^T = P^T (dP^T - D_q)
 //         dV_j += P^T dO_i                wgmma m64n{d}k16, P^T from registers (rounded to E),
 //         dK_j += dS^T Q_i                dO_i and Q_i read transposed from shared memory
-//       and dQ (atomic, the default): dS^T to shared memory, and each warpgroup computes a
-//       64 x 64 block of dS K_j (wgmma m64n64k16, both operands read transposed): at d = 128
-//       columns 64 c.. over all 128 keys (the two warpgroups meet first), at d = 64 all columns
-//       over its own 64 keys; added into dQ (zeroed first), times scale, in one of two ways
-//       (DqWay): by each thread's fp32 atomics, or staged in shared memory and added by the copy
-//       engine's bulk reduce (one instruction per 64 x 32 box)
+//       and dQ (atomic, the default): dS^T to shared memory, and each warpgroup computes its
+//       64 x 64 blocks of dS K_j (wgmma m64n64k16, both operands read transposed), cut by DqCut:
+//       at d = 128 columns 64 c.. over all 128 keys (the two warpgroups meet first), at d = 64
+//       every column over its own 64 keys (with Br = 128, timed: rows 64 c.. over all 128 keys,
+//       after a meeting); added into dQ (zeroed first),
+//       times scale, in one of two ways (DqWay): by each thread's fp32 atomics, or staged in
+//       shared memory and added by the copy engine's bulk reduce (one instruction per 64 x 32 box)
 //     then dK = scale dK and dV, from registers to global memory (fp32).
 //   With --deterministic the kernel skips dQ, and mma's dQ kernel (mma_backward.cuh) computes
 //   it per query tile: bit-identical runs.
 //
-// Tiles: Bc = 128 keys (two warpgroups of 64), Br = 64 queries. Shared memory (1024-byte
-// aligned), 2 bytes an element:
+// Tiles (HopperBwdTiles): Bc = 128 keys (two warpgroups of 64), Br = 64 queries (128 at d = 64
+// when timed). Shared memory (1024-byte aligned), 2 bytes an element, at Br = 64:
 //   K_j, V_j          2 x 128 d                        d = 64: 32 KiB;  d = 128: 64 KiB
-//   Q_i, dO_i         2 stages x 2 x 64 d               32 KiB            64 KiB
-//   dS^T              2 buffers x 128 x 64              32 KiB            32 KiB
-//   dQ staging        2 warpgroups x 64 x 64 x 4 bytes  32 KiB            32 KiB
-//   (L2, D)_i         2 stages x 64 x 8 bytes, and 5 mbarriers
+//   Q_i, dO_i         2 stages x 2 x Br d               32 KiB            64 KiB
+//   dS^T              2 buffers x 128 x Br              32 KiB            32 KiB
+//   dQ staging        2 warpgroups x blocks x 64 x 64 x 4 bytes   32 KiB  32 KiB
+//   (L2, D)_i         2 stages x Br x 8 bytes, and 5 mbarriers
 // Registers of a consumer thread (fp32 accumulators, HopperBwdFits): dK, dV d / 2 each, S^T and
-// dP^T 32 each; then P^T and dS^T as A fragments (16 each) and dQ's block (32): 128 at d = 64,
-// 192 at d = 128, of setmaxnreg's 240.
+// dP^T Br / 2 each; then P^T and dS^T as A fragments (Br / 4 each) and dQ's block (32): 128 at
+// d = 64, 192 at d = 128 (and at d = 64 with Br = 128), of setmaxnreg's 240.
 #pragma once
 
 #include <cstdint>
@@ -54,27 +55,38 @@ namespace fd::cuda {
 
 inline constexpr int kHopperBwdBc = 128;
 
-// Which of the warpgroup's own overlaps are on (a bit each; HopperBwdTiles::kOverlap is the
+// Which of the warpgroup's own overlaps are on (a bit each; hopper_bwd_overlap is the
 // rung's choice at each d, both measured on and off in docs/gpu-ladder.md):
 //   kBwdOverlapP   S^T and dP^T committed as two groups: P^T = exp2(..) computed while the
 //                  tensor cores still compute dP^T
 //   kBwdOverlapDq  dQ's block issued before dK += dS^T Q_i: dQ staged and sent while dK runs
 inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2;
 
-// Br = 64 query rows a step. dQ_i's share of key tile j, dS K_j, is cut between the two
-// consumer warpgroups either by its columns (warpgroup c: columns 64 c.., over all 128 keys,
-// after both have stored their dS^T: d = 128 only) or by the keys (warpgroup c: its own 64 keys,
-// every column in blocks of 64, no meeting; both add into the same dQ rows). kDqByColumns: the
-// faster, measured (docs/gpu-ladder.md).
-// kStages: Q_i, dO_i stages in flight (a third, where d = 64 leaves room, measured no faster).
-// kOverlap: both overlaps at d = 128; at d = 64 (dQ cut by keys) issuing dQ first lost 3 %.
+// How dQ_i's share of key tile j, dS K_j (Br x d), is cut between the two consumer warpgroups
+// into 64 x 64 blocks (one wgmma accumulator each):
+//   columns  warpgroup c: columns 64 c.., every row, over all 128 keys (Br = 64, d = 128)
+//   rows     warpgroup c: rows 64 c.., every column, over all 128 keys (Br = 128)
+//   keys     warpgroup c: every block of rows and columns, over its own 64 keys (no meeting;
+//            both add into the same dQ rows: twice the reduce traffic)
+// columns and rows need both warpgroups' dS^T in shared memory first (a named barrier).
+enum class DqCut { columns, rows, keys };
+
+// The rung's tiles at each d, chosen by measurement (docs/gpu-ladder.md): Br = 64 query rows a
+// step (128 at d = 64, dQ then cut by rows, measured 0.85x to 0.89x: its consumers spill; d = 128
+// has no room for it), the cut, and the overlaps (both at d = 128; at d = 64, where dQ is cut by
+// keys, issuing dQ first lost 3 %). kStages: Q_i, dO_i stages in flight (a third, where d = 64
+// left room, measured no faster).
 template <int kD>
 struct HopperBwdTiles {
   static constexpr int Br = 64, Bc = kHopperBwdBc;
-  static constexpr bool kDqByColumns = kD == 128;
   static constexpr int kStages = 2;
-  static constexpr int kOverlap = kD == 128 ? kBwdOverlapP | kBwdOverlapDq : kBwdOverlapP;
 };
+constexpr DqCut hopper_bwd_cut(int d, int Br) {
+  return Br == 128 ? DqCut::rows : d == 128 ? DqCut::columns : DqCut::keys;
+}
+constexpr int hopper_bwd_overlap(int d, int Br) {
+  return d == 128 || Br == 128 ? kBwdOverlapP | kBwdOverlapDq : kBwdOverlapP;
+}
 
 // How the kernel gives dQ_i its share dS K_j of key tile j: not at all (mma's dQ kernel computes
 // dQ in its own pass: deterministic), by each thread's fp32 atomics from registers, or through
@@ -93,11 +105,13 @@ struct HopperBwdArgs {
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte. dQ's staging: a
-// 64 x 64 fp32 block per warpgroup per column block it adds (d / 64 when cut by the keys).
-template <int kD, bool kDqByColumns = HopperBwdTiles<kD>::kDqByColumns>
+// 64 x 64 fp32 block per warpgroup per block of dS K_j it adds (kDqBlocks, by the cut).
+template <int kD, int kBr = HopperBwdTiles<kD>::Br, DqCut kCut = hopper_bwd_cut(kD, kBr)>
 struct HopperBwdSmem {
-  static constexpr int kDqBlocks = kDqByColumns ? 1 : kD / 64;
-  static constexpr int Br = HopperBwdTiles<kD>::Br, Bc = kHopperBwdBc;
+  static constexpr int Br = kBr, Bc = kHopperBwdBc;
+  static constexpr int kDqBlocks = kCut == DqCut::columns ? Br / 64
+                                   : kCut == DqCut::rows  ? kD / 64
+                                                          : (Br / 64) * (kD / 64);
   static constexpr int kStages = HopperBwdTiles<kD>::kStages;
   static constexpr int kK = 0, kV = Bc * kD * 2, kQ = 2 * kV;
   static constexpr int kdO = kQ + kStages * Br * kD * 2;
@@ -115,13 +129,14 @@ constexpr int hopper_bwd_consumer_registers(int d, int Br) {
   return first > then ? first : then;
 }
 
-// Whether the backward holds head dim D: 64-column halves, wgmma n of d (n64, n128) and of Br,
-// the shared memory and the consumer registers above.
+// Whether the backward holds head dim D with Br query rows: 64-column halves, wgmma n of d and
+// of Br (n64, n128), the shared memory and the consumer registers above.
 struct HopperBwdFits {
-  template <int kD>
+  template <int kD, int kBr = HopperBwdTiles<kD>::Br>
   static constexpr bool at() {
-    return (kD == 64 || kD == 128) && HopperBwdSmem<kD>::kBytes <= int(kSmemOptIn) &&
-           hopper_bwd_consumer_registers(kD, HopperBwdTiles<kD>::Br) <= kHopperConsumerRegisters;
+    return (kD == 64 || kD == 128) && (kBr == 64 || kBr == 128) &&
+           HopperBwdSmem<kD, kBr>::kBytes <= int(kSmemOptIn) &&
+           hopper_bwd_consumer_registers(kD, kBr) <= kHopperConsumerRegisters;
   }
 };
 static_assert(HopperBackwardHeadDims::all<HopperBwdFits>(),
@@ -195,14 +210,15 @@ __device__ inline void store_dst(std::uint32_t* sdST, const std::uint32_t (&a)[B
     }
 }
 
-// dQ's 64 x 64 block (columns c0..) of dS K_j over keys key0 .. key0 + kKeys - 1 of the tile:
-// dS read transposed out of sdST, K_j read transposed (keys are the k index): kKeys / 16 wgmma.
+// dQ's 64 x 64 block (query rows r0.., columns c0..) of dS K_j over keys key0 .. key0 + kKeys - 1
+// of the tile: dS read transposed out of sdST (its 64-query half r0 / 64), K_j read transposed
+// (keys are the k index): kKeys / 16 wgmma.
 template <class E, int kKeys>
 __device__ inline void issue_dq_block(float (&acc)[64 / 8][4], const E* sdST, const E* sK, int key0,
-                                      int c0) {
+                                      int r0, int c0) {
 #pragma unroll
   for (int kt = 0; kt < kKeys / 16; ++kt) {
-    const E* a = sdST + (key0 + kt * 16) * 64;
+    const E* a = sdST + (r0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64;
     const E* b = sK + (c0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64;
     hopper_ptx::wgmma_ss_tt_n64<E>(acc, hopper_ptx::smem_descriptor(a, kHopperBwdBc * 128, 1024),
                                    hopper_ptx::smem_descriptor(b, kHopperBwdBc * 128, 1024),
@@ -283,7 +299,8 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
   }
 }
 
-template <class E, int kD, DqWay kDq, bool kByColumns, int kOverlap = HopperBwdTiles<kD>::kOverlap>
+template <class E, int kD, DqWay kDq, int kBr = HopperBwdTiles<kD>::Br,
+          DqCut kCut = hopper_bwd_cut(kD, kBr), int kOverlap = hopper_bwd_overlap(kD, kBr)>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_bwd_kernel(const __grid_constant__ CUtensorMap tmQ,
                       const __grid_constant__ CUtensorMap tmK,
@@ -294,8 +311,10 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   constexpr bool kOverlapP = kOverlap & kBwdOverlapP,
                  kDqFirst = kAtomicDq && (kOverlap & kBwdOverlapDq);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = HopperBwdSmem<kD, kByColumns>;
-  static_assert(!kByColumns || kD == 128, "dQ cut by columns: two blocks of 64, d = 128");
+  using L = HopperBwdSmem<kD, kBr, kCut>;
+  static_assert(kCut != DqCut::columns || kD == 128, "dQ cut by columns: two blocks of 64");
+  static_assert(kCut != DqCut::rows || kBr == 128, "dQ cut by rows: two blocks of 64");
+  constexpr bool kMeet = kCut != DqCut::keys;  // both warpgroups' dS^T read by each
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -404,10 +423,10 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::mbarrier_arrive(empty + s);
     };
     if constexpr (kAtomicDq) {
-      // Warpgroup c's share of dQ_i += dS K_j (HopperBwdTiles): columns 64 c once both
-      // warpgroups' dS^T is in place, or its own keys, block by block of 64 columns.
+      // Warpgroup c's share of dQ_i += dS K_j (DqCut): columns or rows 64 c once both
+      // warpgroups' dS^T is in place, or its own keys, block by block of 64 x 64.
       hopper_ptx::fence_proxy_async();
-      if constexpr (kByColumns)
+      if constexpr (kMeet)
         hopper_ptx::named_barrier_sync(1, 256);
       else
         hopper_ptx::named_barrier_sync(1 + c, 128);  // this warpgroup's dS^T in place
@@ -415,13 +434,17 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait_read<0>();  // staging free
 #pragma unroll
       for (int blk = 0; blk < L::kDqBlocks; ++blk) {
-        const int c0 = kByColumns ? 64 * c : 64 * blk;
+        constexpr int kCol = kD / 64;  // (the keys cut: blk walks rows, then columns)
+        const int r0 = kCut == DqCut::columns ? 64 * blk
+                       : kCut == DqCut::rows  ? 64 * c
+                                              : 64 * (blk / kCol);
+        const int c0 = kCut == DqCut::columns ? 64 * c : 64 * (blk % kCol);
         float dq[64 / 8][4];
         hopper_ptx::wgmma_fence();
-        if constexpr (kByColumns)
-          issue_dq_block<E, Bc>(dq, dST, sK, 0, c0);
+        if constexpr (kMeet)
+          issue_dq_block<E, Bc>(dq, dST, sK, 0, r0, c0);
         else
-          issue_dq_block<E, 64>(dq, dST, sK, 64 * c, c0);
+          issue_dq_block<E, 64>(dq, dST, sK, 64 * c, r0, c0);
         hopper_ptx::wgmma_commit();
         if (kDqFirst && blk == 0) {  // dK behind it: dQ's block is in when dK may still run
           issue_frag_by_rows<E, kD, Br>(dk, df, Qi);
@@ -433,7 +456,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         hopper_ptx::fence_operands(dq);
         if (!kDqFirst && blk == 0) release_stage();
         if constexpr (kDq == DqWay::atomics) {
-          write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0, a.n, c0, a.scale);
+          write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
         } else {  // staged (once every thread knows the staging is free), then reduced
           float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
           if (blk == 0) hopper_ptx::named_barrier_sync(3 + c, 128);
@@ -442,7 +465,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
           hopper_ptx::named_barrier_sync(3 + c, 128);
           if (issuer) {
             for (int h = 0; h < 2; ++h)
-              hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0), int(head),
+              hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0 + r0), int(head),
                                             mine + h * 64 * 32);
             hopper_ptx::bulk_commit();
           }
