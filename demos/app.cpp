@@ -3,9 +3,10 @@
 // command-line fuzzer, tests/fuzz/fuzz_cli.cpp, once per input).
 //
 // Errors the user can fix end as one line on stderr ("flashdemo: error: ...") and a non-zero
-// exit code (README, "Exit codes"); a misspelt option or subcommand is named with the nearest
-// one ("did you mean --causal?"); --help and --version print and exit 0. The language is
-// settled before the command line is built, so --help is translated too.
+// exit code (README, "Exit codes"), in the run's language: CLI11's messages and the library's
+// file errors (ui::describe) are worded through the catalog. A misspelt option or subcommand is
+// named with the nearest one ("did you mean --causal?"); --help and --version print and exit 0.
+// The language is settled before the command line is built, so --help is translated too.
 #include <fmt/core.h>
 
 #include <fcntl.h>
@@ -38,6 +39,7 @@
 #include "memory.hpp"
 #include "ring.hpp"
 #include "softmax.hpp"
+#include "ui/file_errors.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
 #include "walkthrough.hpp"
@@ -102,7 +104,8 @@ std::vector<std::string> subcommand_names(const CLI::App& app) {
 
 std::string joined_names(const CLI::App& app) {
   std::string names;
-  for (const std::string& name : subcommand_names(app)) names += (names.empty() ? "" : ", ") + name;
+  for (const std::string& name : subcommand_names(app))
+    names += (names.empty() ? "" : fd::ui::text(Msg::list_comma)) + name;
   return names;
 }
 
@@ -139,7 +142,23 @@ std::string unexpected(const CLI::App& app, const std::vector<std::string>& extr
   return near.empty() ? tr(Msg::err_unexpected, all) : tr(Msg::err_unexpected_near, all, near);
 }
 
-// CLI11's own messages, in the catalog's words where we know their shape.
+// The catalog's way of joining a list of choices ("en, zh"; "en、zh"), from CLI11's "{en,zh}"
+// or "en,zh".
+std::string spoken_choices(std::string choices) {
+  std::string out;
+  for (std::size_t k = 0; k <= choices.size();) {
+    const std::size_t comma = std::min(choices.find(',', k), choices.size());
+    std::string item = choices.substr(k, comma - k);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    out += (out.empty() ? "" : fd::ui::text(Msg::list_comma)) + item;
+    k = comma + 1;
+  }
+  return out;
+}
+
+// CLI11's own messages, in the catalog's words: every shape the parse of flashdemo's options can
+// throw (CLI11 2.x, CLI/Error.hpp). Only CLI11's "should not see this" errors (HorribleError,
+// InvalidError: a bug in the options' setup, not the user's input) keep its English.
 std::string parse_message(const CLI::ParseError& e) {
   const std::string what = e.what(), name = e.get_name();
   auto words = [&](std::size_t a, std::size_t b) {
@@ -156,6 +175,10 @@ std::string parse_message(const CLI::ParseError& e) {
     if (!cur.empty()) w.push_back(cur);
     return std::pair<std::string, std::string>{w.size() > a ? w[a] : "", w.size() > b ? w[b] : ""};
   };
+  const auto ends_with = [&](const std::string& tail) {
+    return what.size() >= tail.size() &&
+           what.compare(what.size() - tail.size(), tail.size(), tail) == 0;
+  };
   if (name == "ExcludesError") {
     const auto [a, b] = words(0, 2);
     return tr(Msg::err_excludes, a, b);
@@ -164,20 +187,38 @@ std::string parse_message(const CLI::ParseError& e) {
     const auto [a, b] = words(0, 2);
     return tr(Msg::err_requires, a, b);
   }
-  if (name == "RequiredError" && what.rfind("--", 0) == 0)
-    return tr(Msg::err_required, words(0, 0).first);
-  if (name == "ArgumentMismatch" && what.find("received") != std::string::npos)
-    return tr(Msg::err_given_twice, what.substr(0, what.find(':')));
-  if (name == "ArgumentMismatch") return tr(Msg::err_value_missing, what.substr(0, what.find(':')));
-  // CLI::IsMember's "--lang: xx not in {en,zh}", in the words of the other choices
-  const auto colon = what.find(": "), not_in = what.rfind(" not in {");
-  if (name == "ValidationError" && colon != std::string::npos && not_in != std::string::npos &&
-      not_in >= colon + 1 && what.back() == '}') {
-    std::string choices = what.substr(not_in + 9, what.size() - not_in - 10);
-    for (std::size_t k = 0; (k = choices.find(',', k)) != std::string::npos; k += 2)
-      choices.replace(k, 1, ", ");
-    return what.substr(0, colon) + ": " +
-           tr(Msg::err_choice, what.substr(colon + 2, not_in - colon - 2), choices);
+  if (name == "RequiredError" && ends_with(" is required"))  // an option, or a positional: shell
+    return tr(Msg::err_required, what.substr(0, what.size() - 12));
+  if (name == "ArgumentMismatch") {  // "--n: At Most 1 required but received 2", "--n: 1 required
+                                     // INT missing", "Expected exactly 1 arguments to --n, got 0"
+    std::string option = what.substr(0, what.find_first_of(": "));
+    const auto to = what.find(" arguments to ");
+    if (what.rfind("Expected ", 0) == 0 && to != std::string::npos)
+      option = what.substr(to + 14, what.find(',', to) - to - 14);
+    if (what.find("At Most") != std::string::npos) return tr(Msg::err_given_twice, option);
+    return tr(Msg::err_value_missing, option);
+  }
+  // A flag given a value it does not take: "Could not convert: --causal = maybe", "The value
+  // maybe is not an allowed value for --causal", "--causal: too many inputs for a flag", ...
+  if (name == "ConversionError") {
+    constexpr const char* kConvert = "Could not convert: ";
+    const auto eq = what.find(" = ");
+    if (what.rfind(kConvert, 0) == 0 && eq != std::string::npos)
+      return tr(Msg::err_cannot_take, what.substr(19, eq - 19), what.substr(eq + 3));
+    const auto is_not = what.find(" is not an allowed value for ");
+    if (what.rfind("The value ", 0) == 0 && is_not != std::string::npos)
+      return tr(Msg::err_cannot_take, what.substr(is_not + 29), what.substr(10, is_not - 10));
+    return tr(Msg::err_flag_value, what.substr(0, what.find_first_of(": ")));
+  }
+  const auto colon = what.find(": ");
+  if (name == "ValidationError" && colon != std::string::npos) {
+    // CLI::IsMember's "--lang: xx not in {en,zh}", in the words of the other choices
+    const auto not_in = what.rfind(" not in {");
+    if (not_in != std::string::npos && not_in >= colon + 1 && what.back() == '}')
+      return tr(Msg::err_option_value, what.substr(0, colon),
+                tr(Msg::err_choice, what.substr(colon + 2, not_in - colon - 2),
+                   spoken_choices(what.substr(not_in + 9, what.size() - not_in - 10))));
+    return tr(Msg::err_option_value, what.substr(0, colon), what.substr(colon + 2));  // ours
   }
   return what;
 }
@@ -283,12 +324,28 @@ class WrappingFormatter : public CLI::Formatter {
   }
 };
 
+// The formatter of every --help, its labels in the current language ("Usage", "Needs", ...; the
+// placeholders OPTIONS, SUBCOMMAND, TEXT, INT stay, as FILE and ROW do).
+std::shared_ptr<CLI::Formatter> help_formatter() {
+  auto formatter = std::make_shared<WrappingFormatter>();
+  formatter->label("Usage", tr(Msg::help_usage));
+  formatter->label("Positionals", tr(Msg::help_positionals));
+  formatter->label("REQUIRED", tr(Msg::help_required));
+  formatter->label("Needs", tr(Msg::help_needs));
+  formatter->label("Excludes", tr(Msg::help_excludes));
+  return formatter;
+}
+
 int parse_and_run(int argc, char** argv) {
   fd::ui::settings() = fd::ui::Settings{};  // a fresh start for every run, not only the first
   fd::ui::set_lang(fd::ui::detect_lang(argc, argv));
   CLI::App app{tr(Msg::app_help), "flashdemo"};
-  app.formatter(std::make_shared<WrappingFormatter>());  // the subcommands inherit it
-  app.set_version_flag("--version", std::string("flashdemo ") + FLASHDEMO_VERSION);
+  app.formatter(help_formatter());                      // the subcommands inherit it
+  app.option_defaults()->group(tr(Msg::help_options));  // CLI11's words of --help, translated
+  app.group(tr(Msg::help_subcommands));                 // (the subcommands inherit both)
+  app.set_help_flag("-h,--help", tr(Msg::help_help));
+  app.set_version_flag("--version", std::string("flashdemo ") + FLASHDEMO_VERSION,
+                       tr(Msg::help_version));
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand: flashdemo forward --lang zh
   app.footer(tr(Msg::app_footer));
@@ -310,6 +367,8 @@ int parse_and_run(int argc, char** argv) {
   fd::demos::setup_ring(app);
   fd::demos::setup_completion(app);
   fd::demos::setup_manpage(app);
+  for (CLI::App* sub : app.get_subcommands({}))  // its -h came before the group was inherited
+    if (CLI::Option* help = sub->get_help_ptr()) help->group(tr(Msg::help_options));
   if (argc < 2) return usage_error(tr(Msg::err_missing_subcommand, joined_names(app)));
   for (int k = 1; k < argc; ++k) {  // --values= would take the next argument as its value
     const std::string a = argv[k];
@@ -334,11 +393,11 @@ int parse_and_run(int argc, char** argv) {
   } catch (const fd::demos::Error& e) {
     return failed(e.code, e.what());
   } catch (const fd::NpyTooLarge& e) {
-    return failed(fd::demos::kTooLarge, e.what());
+    return failed(fd::demos::kTooLarge, fd::ui::describe(e));
   } catch (const fd::NpyError& e) {
-    return failed(fd::demos::kFile, e.what());
+    return failed(fd::demos::kFile, fd::ui::describe(e));
   } catch (const fd::FileError& e) {
-    return failed(fd::demos::kFile, e.what());
+    return failed(fd::demos::kFile, fd::ui::describe(e));
   } catch (const std::bad_alloc&) {
     return failed(fd::demos::kTooLarge, tr(Msg::err_out_of_memory,
                                            fd::demos::format_bytes(fd::demos::memory_available())));
@@ -346,7 +405,7 @@ int parse_and_run(int argc, char** argv) {
     if (e.code() != std::errc::resource_unavailable_try_again)
       return failed(fd::demos::kInternal, e.what());
     return failed(fd::demos::kTooLarge,
-                  tr(Msg::err_thread_start, e.code().message(), fd::demos::thread_limit()));
+                  tr(Msg::err_thread_start, fd::ui::errno_text(EAGAIN), fd::demos::thread_limit()));
   } catch (const std::exception& e) {  // a bug: still one line, never a stack trace
     return failed(fd::demos::kInternal, e.what());
   }

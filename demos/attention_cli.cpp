@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "batch_arrays.hpp"
 #include "device.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
 #include "flashdemo/host_device/precision.hpp"
@@ -67,13 +68,13 @@ void add_variants(CLI::App* sub, AttentionOptions& o, Subcommand which) {
       ->each([&o](const std::string& s) { o.list_mistakes = s == "list"; });
 }
 
-Mat<double> load_matrix(const std::string& path, const char* what, index_t rows, index_t cols) {
-  const NpyArray a = read_npy(path, 0.8 * memory_available());
-  require_finite(a, path);
-  if (a.shape.size() != 2)
-    throw NpyError(tr(Msg::err_not_matrix, shown(path), what, a.shape.size()));
-  if ((rows >= 0 && a.shape[0] != rows) || (cols >= 0 && a.shape[1] != cols) || a.shape[0] < 1 ||
-      a.shape[1] < 1)
+// One head's matrix (Q has two dimensions): read (load_input), with Q's number of dimensions,
+// its rows and columns checked (-1: any).
+Mat<double> load_matrix(const std::string& path, const char* what, index_t rows, index_t cols,
+                        const NpyArray& q) {
+  const NpyArray a = load_input(path, what);
+  require_dims(a, path, what, q);
+  if ((rows >= 0 && a.shape[0] != rows) || (cols >= 0 && a.shape[1] != cols))
     throw NpyError(tr(Msg::err_shape, shown(path), what, a.shape[0], a.shape[1],
                       rows >= 0 ? std::to_string(rows) : "rows",
                       cols >= 0 ? std::to_string(cols) : "d"));
@@ -91,6 +92,21 @@ Mat<double> load_lse(const std::string& path, index_t n) {
     if (std::isnan(a.data[k]) || a.data[k] == HUGE_VAL)
       throw NpyError(tr(Msg::err_lse_value, shown(path), k, a.data[k] > 0 ? "inf" : "nan"));
   return to_matrix<double>(a);
+}
+
+// A batch of heads (Q of 3 or 4 dimensions): K, V, dO, O with Q's leading dimensions (K and V
+// of m rows, the others of n), L of shape lead + (n); cut into heads, head 0 selected.
+void load_heads(const AttentionOptions& o, const NpyArray& q, LoadedArrays& a) {
+  const HeadsProblem p = heads_problem(q, o.files.k, o.files.v, o.files.dO);
+  a.lead = p.Q.lead, a.Qs = p.Q, a.Ks = p.K, a.Vs = p.V, a.dOs = p.dO;
+  if (!o.files.o.empty()) {
+    const NpyArray O = load_input(o.files.o, "O");
+    require_dims(O, o.files.o, "O", q);
+    require_shape(O, o.files.o, "O", q.shape);
+    a.Os = split_heads(O, a.lead.size());
+    a.Ls = load_lse_heads(o.files.lse, a.lead, p.n);
+  }
+  a.select(0);
 }
 
 // Every input and output of the run, the outputs checked before anything runs.
@@ -217,20 +233,31 @@ LoadedArrays prepare_inputs(AttentionOptions& o) {
     limit_row_trace(o);
     return a;
   }
-  a.Q = load_matrix(o.files.q, "Q", -1, -1);
-  a.K = load_matrix(o.files.k, "K", -1, a.Q.cols());
-  a.V = load_matrix(o.files.v, "V", a.K.rows(), a.Q.cols());
-  if (!o.files.dO.empty()) a.dO = load_matrix(o.files.dO, "dO", a.Q.rows(), a.Q.cols());
-  if (!o.files.o.empty()) {
-    a.O = load_matrix(o.files.o, "O", a.Q.rows(), a.Q.cols());
-    a.L = load_lse(o.files.lse, a.Q.rows());
+  const NpyArray q = load_input(o.files.q, "Q");
+  if (q.shape.size() > 2) {
+    load_heads(o, q, a);
+  } else {
+    a.Q = to_matrix<double>(q);
+    a.K = load_matrix(o.files.k, "K", -1, a.Q.cols(), q);
+    a.V = load_matrix(o.files.v, "V", a.K.rows(), a.Q.cols(), q);
+    if (!o.files.dO.empty()) a.dO = load_matrix(o.files.dO, "dO", a.Q.rows(), a.Q.cols(), q);
+    if (!o.files.o.empty()) {
+      a.O = load_matrix(o.files.o, "O", a.Q.rows(), a.Q.cols(), q);
+      a.L = load_lse(o.files.lse, a.Q.rows());
+    }
   }
-  o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols(), o.inputs_read = true;
+  o.n = a.Q.rows(), o.m = a.K.rows(), o.d = a.Q.cols(), o.inputs_read = true, o.lead = a.lead;
   limit_row_trace(o);
   return a;
 }
 
 }  // namespace
+
+void LoadedArrays::select(index_t k) {
+  if (lead.empty()) return;
+  const auto at = [k](const Heads& x) { return x.heads.empty() ? Mat<double>() : x.heads[k]; };
+  Q = at(Qs), K = at(Ks), V = at(Vs), dO = at(dOs), O = at(Os), L = at(Ls);
+}
 
 LoadedArrays validate_run(AttentionOptions& o, Subcommand which) {
   settle_dtype(o);
@@ -266,9 +293,11 @@ double trace_bytes(const AttentionOptions& o) {
 }
 }  // namespace
 
-void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes) {
+void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes,
+                           index_t heads) {
   const double n = double(o.n), m = double(o.keys()), d = double(o.d);
-  const double words = (n + 2 * m) * d * 4 + extra_nm * n * m;  // inputs, copies; n x m arrays
+  // every head's inputs and copies (a batch is held whole, with its outputs); one head's n x m
+  const double words = double(heads) * (n + 2 * m) * d * 4 + extra_nm * n * m;
   // The path's own buffers: per tile S, P, dP, dS (Br x Bc) and its rows of Q, K, V, O, dO, dQ,
   // dK, dV, for each thread of the fast path, which also sums dQ per thread (n x d each).
   const TileSizes t = o.tiles();
@@ -314,6 +343,7 @@ nlohmann::json problem_event(const AttentionOptions& o, const char* subcommand, 
           {"scale", o.params().scale_for(o.d)},
           {"Tr", t.Tr()},
           {"Tc", t.Tc()},
+          {"batch", o.lead},
           {"grid", grid}};
 }
 
@@ -348,6 +378,9 @@ void print_problem(const AttentionOptions& o, cuda::Pass pass) {
     ui::say(o.draw() ? Msg::inputs_random_second : Msg::inputs_random, o.seed);
   else
     ui::say(Msg::inputs_files, o.files.q, o.files.k, o.files.v);
+  if (!o.lead.empty())
+    ui::say(Msg::problem_batch, o.heads(), ui::shape_text(o.lead),
+            ui::shape_text(head_index(o.lead, 0)));
 }
 
 TileSizes AttentionOptions::tiles(cuda::Pass pass) const {
@@ -381,6 +414,42 @@ nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
     event["verdict_" + a.name] = a.used ? ui::outcome_id(a.rule.outcome) : "not used";
   }
   event["pass"] = verdict.pass();
+  return event;
+}
+
+void HeadsVerdict::add(index_t k, const RunVerdict& head) {
+  k == 0 ? void(all = head) : all.fold(head);
+  ++heads;
+  if (head.pass())
+    ++passed;
+  else if (first_failing < 0)
+    first_failing = k;
+}
+
+AttentionOptions head_options(const AttentionOptions& o, index_t k) {
+  if (k == 0 && (o.lead.empty() || !ui::settings().quiet)) return o;
+  AttentionOptions quiet = o;
+  quiet.parts = Parts{false, false, false, false, false};
+  quiet.trace = ui::TraceLevel::none, quiet.show_p = -1;
+  return quiet;
+}
+
+void print_heads(const AttentionOptions& o, const HeadsVerdict& v, Msg title) {
+  if (o.lead.empty() || !o.parts.results) return;
+  ui::section(tr(title, v.heads, ui::shape_text(o.lead), reference_name(o)));
+  print_error_lines(o, v.all);
+  ui::result(Msg::heads_passed, v.passed, v.heads);
+  if (v.first_failing >= 0)
+    ui::result(Msg::heads_first_failing, ui::shape_text(head_index(o.lead, v.first_failing)));
+}
+
+nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
+                            const HeadsVerdict& verdict) {
+  nlohmann::json event = result_event(o, subcommand, verdict.all);
+  event["heads"] = verdict.heads, event["heads_passed"] = verdict.passed;
+  event["first_failing_head"] = verdict.first_failing < 0
+                                    ? nlohmann::json(nullptr)
+                                    : nlohmann::json(head_index(o.lead, verdict.first_failing));
   return event;
 }
 
@@ -446,24 +515,5 @@ void print_mistake_list(Subcommand which) {
     if (which == Subcommand::backward || !m.backward_only)
       ui::say_raw(fmt::format("  {:<14} {}\n", m.name, tr(m.summary)));
 }
-
-template <class X>
-void stage_npy(RunFiles& files, const std::string& path, const X& x) {
-  if (!path.empty()) files.stage(path, npy_bytes(x));
-}
-
-template <class T>
-void stage_inputs(RunFiles& files, const ArrayFiles& f, const Inputs<T>& in) {
-  stage_npy(files, f.save_q, in.Q);
-  stage_npy(files, f.save_k, in.K);
-  stage_npy(files, f.save_v, in.V);
-}
-
-template void stage_inputs(RunFiles&, const ArrayFiles&, const Inputs<float>&);
-template void stage_inputs(RunFiles&, const ArrayFiles&, const Inputs<double>&);
-template void stage_npy(RunFiles&, const std::string&, const Mat<float>&);
-template void stage_npy(RunFiles&, const std::string&, const Mat<double>&);
-template void stage_npy(RunFiles&, const std::string&, const Vec<float>&);
-template void stage_npy(RunFiles&, const std::string&, const Vec<double>&);
 
 }  // namespace fd::demos

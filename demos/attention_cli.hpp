@@ -13,6 +13,7 @@
 #include "flashdemo/attention.hpp"
 #include "flashdemo/host_device/tiling.hpp"
 #include "flashdemo/impl.hpp"
+#include "flashdemo/judge/batch.hpp"
 #include "flashdemo/judge/compare.hpp"
 #include "flashdemo/judge/verdict.hpp"
 #include "flashdemo/teaching/variant.hpp"
@@ -57,6 +58,13 @@ struct AttentionOptions : ProblemShape {  // one head: n, m (0: n), d, causal
   bool causal_implied = false;  // --causal-align without --causal
   bool align_given = false;     // --causal-align on the command line
   std::vector<std::string> showcase;  // what --break changed so that its mistake shows
+  std::vector<index_t> lead;  // a batch's leading dimensions ((b) or (b, h)), from --q; () one head
+
+  index_t heads() const {
+    index_t count = 1;
+    for (index_t x : lead) count *= x;
+    return count;
+  }
 
   // Which triple of the lecture's random draws the run takes: the lecture's demo 3 loops over
   // causal = False, True and draws inside the loop, so its causal run takes the second triple.
@@ -91,10 +99,16 @@ enum class Subcommand { forward, backward };
 // shown are those already in `o`.
 void add_attention_options(CLI::App* sub, AttentionOptions& o, Subcommand which);
 
+// The run's arrays from files. A batch ((b, n, d) or (b, h, n, d) inputs: batch_arrays.hpp) is
+// held head by head; Q, K, V, dO, O, L are then the selected head's.
 struct LoadedArrays {
-  Mat<double> Q, K, V, dO;  // dO empty unless --do
-  Mat<double> O, L;         // backward --o, --lse (L as n x 1): empty unless given
-  RunFiles files;           // every input and output, checked; the outputs staged at the end
+  Mat<double> Q, K, V, dO;        // dO empty unless --do
+  Mat<double> O, L;               // backward --o, --lse (L as n x 1): empty unless given
+  std::vector<index_t> lead;      // the inputs' leading dimensions: () for one head, (b) or (b, h)
+  Heads Qs, Ks, Vs, dOs, Os, Ls;  // every head of a batch (empty for one head)
+  RunFiles files;                 // every input and output, checked; the outputs staged at the end
+  index_t heads() const { return lead.empty() ? 1 : index_t(Qs.heads.size()); }
+  void select(index_t k);  // Q, K, V (dO, O, L) := head k's (a batch only)
 };
 
 // The one validation step of a forward or backward run, between parsing and computing: afterwards
@@ -115,8 +129,10 @@ struct LoadedArrays {
 // With --o, --lse (backward) the student's O and L are read in step 3 too.
 LoadedArrays validate_run(AttentionOptions& o, Subcommand which);
 
-// Refuses sizes whose reference (extra_nm matrices of n x m, `bytes` per element) would not fit.
-void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes);
+// Refuses sizes whose reference (extra_nm matrices of n x m, `bytes` per element) would not fit,
+// beside the inputs and outputs of every head (one head's reference is held at a time).
+void ensure_reference_fits(const AttentionOptions& o, double extra_nm, std::size_t bytes,
+                           index_t heads = 1);
 
 // The problem: shapes, precision, scale, tiles (the pass's), mask, where the inputs come from.
 void print_problem(const AttentionOptions& o, cuda::Pass pass = cuda::Pass::fwd);
@@ -145,6 +161,50 @@ void print_reference_title(const AttentionOptions& o);
 // An array the run does not use (D under --break no-d) has "verdict_X": "not used".
 nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
                             const RunVerdict& verdict);
+
+// The verdict of a run over its heads: every head's folded (each array keeps the worst head's),
+// the heads that pass, the first that does not (-1: none).
+struct HeadsVerdict {
+  RunVerdict all;
+  index_t heads = 0, passed = 0, first_failing = -1;
+  void add(index_t k, const RunVerdict& head);
+};
+
+// Head k's options: head 0 is the run as one head prints it (trace, tables, --show-p); the other
+// heads of a batch print nothing, nor does head 0 under --quiet (the batch's lines are then its
+// results).
+AttentionOptions head_options(const AttentionOptions& o, index_t k);
+
+// After a batch's last head, under `title` (heads, their leading dimensions, the reference): the
+// worst error of each array over the heads, how many pass, the first failing head. Nothing for
+// one head.
+void print_heads(const AttentionOptions& o, const HeadsVerdict& v,
+                 ui::Msg title = ui::Msg::heads_title);
+
+// The result event of a run over heads: the folded verdict's, with "heads" (1 for one head),
+// "heads_passed" and "first_failing_head" (its leading indices, [] for one head; null when every
+// head passed).
+nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
+                            const HeadsVerdict& verdict);
+
+// The terminal's text sinks of one head's run, in the run's Recording while they live (none when
+// the head is not traced: rec null).
+class TextSinks {
+ public:
+  explicit TextSinks(Recording* rec) : rec_(rec) {}
+  TextSinks(const TextSinks&) = delete;
+  TextSinks& operator=(const TextSinks&) = delete;
+  ~TextSinks() {
+    for (TraceSink* s : added_) rec_->remove_text(s);
+  }
+  void add(TraceSink* s) {
+    if (rec_) rec_->add_text(s), added_.push_back(s);
+  }
+
+ private:
+  Recording* rec_;
+  std::vector<TraceSink*> added_;
+};
 
 // Refuses (exit 1, before any file is written) an output that is not finite where its reference
 // is: a value the run made inf or NaN from finite inputs is never saved or shown beside a pass.
@@ -203,14 +263,5 @@ void dispatch_dtype(const AttentionOptions& o, F&& f) {
   else
     f.template operator()<double>();
 }
-
-// Hands `x` as a .npy file to the run's files, unless path is empty.
-template <class X>
-void stage_npy(RunFiles& files, const std::string& path, const X& x);
-
-// Hands the inputs the run used (--save-q, --save-k, --save-v) to the run's files: the lecture's
-// draws (or the files given) as the run computed with them, so `check` can be given them back.
-template <class T>
-void stage_inputs(RunFiles& files, const ArrayFiles& f, const Inputs<T>& in);
 
 }  // namespace fd::demos

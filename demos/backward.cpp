@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attention_cli.hpp"
+#include "batch_arrays.hpp"
 #include "device.hpp"
 #include "flashdemo/judge/compare.hpp"
 #include "flashdemo/judge/verdict.hpp"
@@ -37,11 +38,13 @@ struct Upstream {
 
 // What the backward needs from the forward, against what a standard backward keeps.
 void print_storage(const AttentionOptions& o, std::size_t bytes) {
-  const double n = double(o.n), m = double(o.keys()), d = double(o.d), e = double(bytes);
+  const double n = double(o.n), m = double(o.keys()), d = double(o.d);
+  const double e = double(bytes) * double(o.heads());  // every head of a batch
   const double flash = (2 * n * d + 2 * m * d + n) * e;
   const double standard = (2 * n * d + 2 * m * d + n * m) * e;
   ui::say(Msg::backward_stored_flash, format_bytes(flash));
   ui::say(Msg::backward_stored_standard, format_bytes(standard));
+  if (!o.lead.empty()) ui::say(Msg::backward_stored_heads, o.heads());
 }
 
 // The judge of the run: the reference and naive backward, with S, dO, dP and the gradients
@@ -85,11 +88,12 @@ void print_finite_differences(const Inputs<T>& in, const BackwardResult<T>& g,
 // own, stored in the run's format, first judged against the reference forward (printed).
 template <class T>
 ForwardResult<T> given_forward(const LoadedArrays& files, const AttentionOptions& o,
-                               const BackwardJudge<T>& judge) {
+                               const BackwardJudge<T>& judge, RunVerdict& verdict) {
   ForwardResult<T> f;  // no L_lo, no O_acc: the arrays as given
   f.O = files.O.cast<T>().unaryExpr([&](T v) { return round_to(o.precision, v); });
   f.L = files.L.col(0).cast<T>();
   const RunVerdict v = judge_forward(judge.forward, view(f.O), view(f.L), o.working());
+  verdict = v;
   if (o.parts.results) {
     ui::section(ui::tr(Msg::backward_given_title, o.files.o, o.files.lse));
     print_error_lines(o, v);
@@ -121,17 +125,18 @@ void print_drift(const BackwardResult<T>& g, const R& ref, const AttentionOption
   }
 }
 
+// One head of the run: computed, judged and (as its options ask) printed and traced; its
+// outputs handed to `saved`. With a batch, head 0 is shown and the others run quietly.
+// given: the verdict of the student's O and L (--o, --lse), when given.
 template <class T>
-void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
-  ensure_reference_fits(o, 9, sizeof(wider_t<T>));
+RunVerdict backward_head(const AttentionOptions& o, const LoadedArrays& files, Recording* rec,
+                         HeadOutputs& saved, RunVerdict& given_verdict) {
   const Inputs<T> in = inputs_for<T>(o, files);
   const Upstream up{files};
   if (up.given()) require_fits(files.dO, "dO", o.working(), o.files.dO);
   ui::Progress progress("flashdemo backward");
   progress.phase(ui::tr(Msg::progress_reference));
   const BackwardJudge<T> judge = judge_for(in, o, up);
-  Recording rec(o.trace_files, ui::tr(Msg::backward_title));
-  rec.emit(problem_event(o, "backward", cuda::Pass::bwd));
   if (o.parts.heading) ui::heading(ui::tr(Msg::backward_title), ui::tr(Msg::backward_source));
   if (o.parts.problem) print_problem(o, cuda::Pass::bwd);
   if (o.parts.problem && up.given())
@@ -147,21 +152,22 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
       given && up.given() ? ForwardResult<T>{} : forward_on_device(o, in, nullptr);
   const Tiling tiling = o.tiling(cuda::Pass::bwd);  // the backward's
   const Mat<T> dO = up.dO<T>(fwd.O).unaryExpr([&](T v) { return round_to(o.precision, v); });
-  if (given) fwd = given_forward(files, o, judge);
+  if (given) fwd = given_forward(files, o, judge, given_verdict);
   if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
     ui::say_raw("\n");
     ui::print_tile_map(tiling, o.params().mask_for(o.n, o.keys()));
   }
   ui::BackwardTrace trace(o.trace, tiling, o.params().mask_for(o.n, o.keys()));
+  TextSinks text(rec);
   if (o.trace >= ui::TraceLevel::tiles) {
     ui::section(ui::tr(Msg::backward_trace_title));
     trace.print_header();
-    rec.add_text(&trace);
+    text.add(&trace);
   }
   const Mask mask = o.params().mask_for(o.n, o.keys());
   progress.phase(ui::tr(Msg::progress_backward), count_tiles(tiling, mask).computed());
-  if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) rec.add_text(&progress);
-  const BackwardResult<T> g = backward_on_device(o, in, fwd, dO, rec.sink());
+  if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) text.add(&progress);
+  const BackwardResult<T> g = backward_on_device(o, in, fwd, dO, rec ? rec->sink() : nullptr);
   progress.phase(ui::tr(Msg::progress_naive));
   const char* names[] = {"dQ", "dK", "dV"};
   const Mat<T>* mine[] = {&g.dQ, &g.dK, &g.dV};
@@ -172,21 +178,38 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
       refuse_nonfinite(names[k], *mine[k], *refs[k], o.accumulator());
   RunVerdict v = judge_backward(judge, view(g.dQ), view(g.dK), view(g.dV), view(g.D), o.working());
   v.set_used("D", o.mistake != Mistake::no_d);  // no-d drops D: shown, not judged
-  if (o.mistake != Mistake::none) print_drift(g, judge.ref, o);
+  if (o.mistake != Mistake::none && o.parts.results) print_drift(g, judge.ref, o);
   if (o.parts.results) print_results(v, o);
   if (o.parts.results && o.mistake != Mistake::none) print_mistake_verdict(o.mistake, v.pass());
   progress.phase(ui::tr(Msg::progress_check));
   if (o.parts.extra) print_finite_differences(in, g, o, up);
-  rec.emit(result_event(o, "backward", v));
-  conclude(o, v);
+  saved.add(o.files.save_q, in.Q), saved.add(o.files.save_k, in.K);
+  saved.add(o.files.save_v, in.V), saved.add(o.files.save_do, dO);
+  saved.add(o.files.save_o, fwd.O), saved.add(o.files.save_lse, fwd.L);
+  saved.add(o.files.save_dq, g.dQ), saved.add(o.files.save_dk, g.dK);
+  saved.add(o.files.save_dv, g.dV);
+  return v;
+}
+
+template <class T>
+void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
+  ensure_reference_fits(o, 9, sizeof(wider_t<T>), o.heads());
+  Recording rec(o.trace_files, ui::tr(Msg::backward_title));
+  rec.emit(problem_event(o, "backward", cuda::Pass::bwd));
+  HeadOutputs saved(o.lead);
+  HeadsVerdict verdict, given;
+  for (index_t k = 0; k < o.heads(); ++k) {
+    files.select(k);
+    RunVerdict g;
+    verdict.add(k, backward_head<T>(head_options(o, k), files, k == 0 ? &rec : nullptr, saved, g));
+    if (!g.arrays().empty()) given.add(k, g);
+  }
+  if (given.heads > 0) print_heads(o, given, Msg::heads_given_title);
+  print_heads(o, verdict);
+  rec.emit(result_event(o, "backward", verdict));
+  conclude(o, verdict.all);
   rec.finish(files.files);
-  stage_inputs(files.files, o.files, in);
-  stage_npy(files.files, o.files.save_do, dO);
-  stage_npy(files.files, o.files.save_o, fwd.O);
-  stage_npy(files.files, o.files.save_lse, fwd.L);
-  stage_npy(files.files, o.files.save_dq, g.dQ);
-  stage_npy(files.files, o.files.save_dk, g.dK);
-  stage_npy(files.files, o.files.save_dv, g.dV);
+  saved.stage(files.files);
   files.files.commit();
 }
 

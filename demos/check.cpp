@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "batch_arrays.hpp"
 #include "common.hpp"
 #include "flashdemo/io/file_io.hpp"
 #include "flashdemo/io/npy.hpp"
@@ -86,76 +87,6 @@ std::optional<Msg> hint(Diagnosis d) {
 }
 
 using ui::shape_text;
-
-// An input of the problem (Q, K, V, dO): finite, of 2 to 4 dimensions ((n, d), (b, n, d),
-// (b, h, n, d)), none empty; refused with the file's name.
-NpyArray load_input(const std::string& path, const char* what) {
-  NpyArray a = read_npy(path, 0.8 * memory_available());
-  require_finite(a, path);
-  if (a.shape.size() < 2 || a.shape.size() > 4)
-    throw NpyError(ui::tr(Msg::check_err_dims, shown(path), what, a.shape.size()));
-  for (index_t x : a.shape)
-    if (x < 1) throw NpyError(ui::tr(Msg::check_err_empty, shown(path), what, shape_text(a.shape)));
-  return a;
-}
-
-// One head's rows and columns and the problem's leading dimensions ((), (b) or (b, h)) make the
-// shape an array must have; a batched array of another shape is refused naming both (and
-// PyTorch's (b, n, h, d) layout when that is the one it has).
-std::vector<index_t> expected_shape(const std::vector<index_t>& lead, std::vector<index_t> head) {
-  head.insert(head.begin(), lead.begin(), lead.end());
-  return head;
-}
-void require_shape(const NpyArray& a, const std::string& path, const char* what,
-                   const std::vector<index_t>& want) {
-  if (a.shape == want) return;
-  if (!want.empty() && torch_layout(a.shape) == want)
-    throw NpyError(ui::tr(Msg::check_err_torch_layout, shown(path), what, shape_text(a.shape),
-                          shape_text(want)));
-  throw NpyError(
-      ui::tr(Msg::check_err_shape, shown(path), what, shape_text(a.shape), shape_text(want)));
-}
-
-// The problem's arrays, cut into heads: Q, K, V (and dO) share their leading dimensions.
-struct HeadsProblem {
-  Heads Q, K, V, dO;
-  bool has_dO = false;
-  index_t n = 0, m = 0, d = 0;
-};
-
-// K, V, dO with Q's number of dimensions, or refused naming both shapes.
-void require_dims(const NpyArray& a, const std::string& path, const char* what, const NpyArray& q) {
-  if (a.shape.size() != q.shape.size())
-    throw NpyError(ui::tr(Msg::check_err_dims_differ, shown(path), what, shape_text(a.shape),
-                          shape_text(q.shape)));
-}
-
-HeadsProblem load_problem(const CheckOptions& o) {
-  const NpyArray q = load_input(o.q, "Q"), k = load_input(o.k, "K"), v = load_input(o.v, "V");
-  require_dims(k, o.k, "K", q), require_dims(v, o.v, "V", q);
-  const std::size_t lead = q.shape.size() - 2;
-  HeadsProblem p;
-  p.n = q.shape[lead], p.d = q.shape[lead + 1], p.m = k.shape[lead];
-  const std::vector<index_t> batch(q.shape.begin(), q.shape.begin() + std::ptrdiff_t(lead));
-  if (lead == 0) {  // one head: the shapes named as matrices, as always
-    if (k.shape[1] != p.d || v.shape != k.shape)
-      throw NpyError(
-          ui::tr(Msg::check_err_shapes, p.n, p.d, k.shape[0], k.shape[1], v.shape[0], v.shape[1]));
-  } else {
-    require_shape(k, o.k, "K", expected_shape(batch, {p.m, p.d}));
-    require_shape(v, o.v, "V", k.shape);
-  }
-  p.Q = split_heads(q, lead), p.K = split_heads(k, lead), p.V = split_heads(v, lead);
-  if (!o.dO.empty()) {
-    const NpyArray dO = load_input(o.dO, "dO");
-    require_dims(dO, o.dO, "dO", q);
-    if (lead == 0 && dO.shape != q.shape)
-      throw NpyError(ui::tr(Msg::check_err_do, o.dO, dO.shape[0], dO.shape[1], p.n, p.d));
-    require_shape(dO, o.dO, "dO", q.shape);
-    p.dO = split_heads(dO, lead), p.has_dO = true;
-  }
-  return p;
-}
 
 const char* judge_name(Judge j) {
   const char* names[] = {"auto", "fp64", "fp32", "bf16", "fp16"};
@@ -313,7 +244,7 @@ void print_notes(const std::vector<Submitted>& submitted, const std::vector<Batc
 }
 
 int run_check(const CheckOptions& o) {
-  const HeadsProblem p = load_problem(o);
+  const HeadsProblem p = load_problem(o.q, o.k, o.v, o.dO);
   std::vector<Submitted> submitted;
   for (int k = 0; k < 5; ++k)
     if (!o.files[k].empty()) submitted.push_back(submit(k, o.files[k], o.judge, p));

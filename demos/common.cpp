@@ -16,6 +16,7 @@
 
 #include "flashdemo/io/file_io.hpp"
 #include "flashdemo/io/random.hpp"
+#include "ui/file_errors.hpp"
 #include "ui/i18n.hpp"
 #include "ui/verdict.hpp"
 
@@ -247,8 +248,12 @@ void ensure_threads(index_t threads, const char* option) {
   } catch (const std::system_error& e) {
     const std::string limit = thread_limit();  // while the threads started still hold theirs
     for (std::thread& t : started) t.join();
-    throw Error(kTooLarge, ui::tr(ui::Msg::err_threads, threads, started.size() + 1,
-                                  e.code().message(), limit, option));
+    const std::error_code& code = e.code();  // an errno (EAGAIN): in the catalog's words
+    const bool is_errno =
+        code.category() == std::generic_category() || code.category() == std::system_category();
+    throw Error(kTooLarge,
+                ui::tr(ui::Msg::err_threads, threads, started.size() + 1,
+                       is_errno ? ui::errno_text(code.value()) : code.message(), limit, option));
   }
   for (std::thread& t : started) t.join();
 }

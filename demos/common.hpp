@@ -84,8 +84,11 @@ template <class E>
 CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value,
                         const std::vector<std::pair<std::string, E>>& choices,
                         const std::string& help) {
-  std::string names;
-  for (const auto& c : choices) names += (names.empty() ? "" : ", ") + c.first;
+  std::string names, spoken;  // "a, b" for --help, and as the current language lists them
+  for (const auto& c : choices) {
+    names += (names.empty() ? "" : ", ") + c.first;
+    spoken += (spoken.empty() ? "" : ui::text(ui::Msg::list_comma)) + c.first;
+  }
   auto find = [choices](const std::string& s) -> const E* {
     for (const auto& c : choices)
       if (c.first == s) return &c.second;
@@ -94,8 +97,8 @@ CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value,
   auto* opt = app->add_option_function<std::string>(
       name, [&value, find](const std::string& s) { value = *find(s); }, help);
   opt->check(CLI::Validator(
-      [find, names](const std::string& s) -> std::string {
-        return find(s) ? "" : ui::tr(ui::Msg::err_choice, s, names);
+      [find, spoken](const std::string& s) -> std::string {
+        return find(s) ? "" : ui::tr(ui::Msg::err_choice, s, spoken);
       },
       "{" + names + "}", ""));
   return opt;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "attention_cli.hpp"
+#include "batch_arrays.hpp"
 #include "device.hpp"
 #include "flashdemo/judge/compare.hpp"
 #include "flashdemo/judge/verdict.hpp"
@@ -75,17 +76,17 @@ void print_p_row(const Inputs<T>& in, const ForwardResult<T>& out, const Referen
   ui::result(Msg::show_p_sum, sum, ui::sci(worst));
 }
 
+// One head of the run: computed, judged and (as its options ask) printed and traced; its
+// outputs handed to `saved`. With a batch, head 0 is shown and the others run quietly.
 template <class T>
-void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
-  ensure_reference_fits(o, 3, sizeof(wider_t<T>));
+RunVerdict forward_head(const AttentionOptions& o, const LoadedArrays& files, Recording* rec,
+                        HeadOutputs& saved) {
   const Inputs<T> in = inputs_for<T>(o, files);
   ui::Progress progress("flashdemo forward");
   progress.phase(ui::tr(Msg::progress_reference));
   const ForwardJudge<T> judge = forward_judge<T>(in.Q, in.K, in.V, o.params(), o.precision);
   require_fits(judge.ref.S, "S = scale Q K^T", o.accumulator(), "");
   const auto& ref = judge.ref;
-  Recording rec(o.trace_files, ui::tr(Msg::forward_title));
-  rec.emit(problem_event(o, "forward"));
   if (o.parts.heading) ui::heading(ui::tr(Msg::forward_title), ui::tr(Msg::forward_source));
   if (o.parts.problem) print_problem(o);
   if (o.parts.map && o.trace >= ui::TraceLevel::summary) {
@@ -93,30 +94,47 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
     ui::print_tile_map(o.tiling(), o.params().mask_for(o.n, o.keys()));
   }
   ui::ForwardTrace trace(o.trace, o.tiling(), o.params().mask_for(o.n, o.keys()));
+  TextSinks text(rec);
   if (o.trace >= ui::TraceLevel::tiles) {
     ui::section(ui::tr(Msg::forward_trace_title));
     trace.print_header();
-    rec.add_text(&trace);
+    text.add(&trace);
   }
   progress.phase(ui::tr(Msg::progress_flash), o.tiling().Tr() * o.tiling().Tc());
-  if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) rec.add_text(&progress);
-  const ForwardResult<T> out = forward_on_device(o, in, rec.sink());
+  if (progress.on() && o.impl == Impl::teaching && o.device == Device::cpu) text.add(&progress);
+  const ForwardResult<T> out = forward_on_device(o, in, rec ? rec->sink() : nullptr);
   if (o.mistake == Mistake::none || !o.files.save_o.empty())
     refuse_nonfinite("O", out.O, ref.O, o.accumulator());
   if (o.mistake == Mistake::none || !o.files.save_lse.empty())
     refuse_nonfinite("L", out.L, ref.L, o.accumulator());
   const RunVerdict verdict = judge_forward(judge, view(out.O), view(out.L), o.working());
-  if (o.mistake != Mistake::none) print_drift(in, out, ref, o);
+  if (o.mistake != Mistake::none && o.parts.results) print_drift(in, out, ref, o);
   if (o.parts.results) print_errors(verdict, o);
   if (o.parts.results && o.mistake != Mistake::none)
     print_mistake_verdict(o.mistake, verdict.pass());
   if (o.show_p >= 0) print_p_row(in, out, ref, o);
+  saved.add(o.files.save_q, in.Q), saved.add(o.files.save_k, in.K);
+  saved.add(o.files.save_v, in.V);
+  saved.add(o.files.save_o, out.O), saved.add(o.files.save_lse, out.L);
+  return verdict;
+}
+
+template <class T>
+void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
+  ensure_reference_fits(o, 3, sizeof(wider_t<T>), o.heads());
+  Recording rec(o.trace_files, ui::tr(Msg::forward_title));
+  rec.emit(problem_event(o, "forward"));
+  HeadOutputs saved(o.lead);
+  HeadsVerdict verdict;
+  for (index_t k = 0; k < o.heads(); ++k) {
+    files.select(k);
+    verdict.add(k, forward_head<T>(head_options(o, k), files, k == 0 ? &rec : nullptr, saved));
+  }
+  print_heads(o, verdict);
   rec.emit(result_event(o, "forward", verdict));
-  conclude(o, verdict);
+  conclude(o, verdict.all);
   rec.finish(files.files);
-  stage_inputs(files.files, o.files, in);
-  stage_npy(files.files, o.files.save_o, out.O);
-  stage_npy(files.files, o.files.save_lse, out.L);
+  saved.stage(files.files);
   files.files.commit();
 }
 

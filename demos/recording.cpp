@@ -1,4 +1,5 @@
-// recording.cpp — JSON Lines to stdout or a file, and the HTML replay (see recording.hpp).
+// recording.cpp — JSON Lines to stdout or a file, the HTML replay, and the run's files checked and
+// written, their errors in the user's words (see recording.hpp).
 #include "recording.hpp"
 
 #include <fmt/core.h>
@@ -7,6 +8,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "ui/file_errors.hpp"
 #include "ui/html_replay.hpp"
 #include "ui/output.hpp"
 
@@ -71,9 +73,9 @@ void RunFiles::check() const {
   try {
     outputs_.check(inputs_);
   } catch (const FileClash& e) {
-    throw Error(kUsage, e.what());
+    throw Error(kUsage, ui::describe(e));
   } catch (const FileError& e) {
-    throw Error(kFile, e.what());
+    throw Error(kFile, ui::describe(e));
   }
 }
 
@@ -82,7 +84,7 @@ void RunFiles::stage(const std::string& path, const std::string& bytes) {
   try {
     outputs_.stage(path, bytes);
   } catch (const FileError& e) {
-    throw Error(kFile, e.what());
+    throw Error(kFile, ui::describe(e));
   }
 }
 
@@ -90,7 +92,7 @@ void RunFiles::commit() {
   try {
     outputs_.commit();
   } catch (const FileError& e) {
-    throw Error(kFile, e.what());
+    throw Error(kFile, ui::describe(e));
   }
 }
 

@@ -66,6 +66,7 @@ class Recording {
 
   // The terminal's text sink, when the trace level asks for one.
   void add_text(TraceSink* text) { tee_.add(text); }
+  void remove_text(TraceSink* text) { tee_.remove(text); }
   // Every listener at once; nullptr when nobody listens, so tracing costs nothing.
   TraceSink* sink() { return tee_.empty() ? nullptr : &tee_; }
   // A problem or result object, to every JSON destination.

@@ -47,6 +47,7 @@ class TeeTrace : public TraceSink {
   void add(TraceSink* sink) {
     if (sink) sinks_.push_back(sink);
   }
+  void remove(TraceSink* sink) { std::erase(sinks_, sink); }
   bool empty() const { return sinks_.empty(); }
   void on(const SoftmaxBlockEvent& e) override { each(e); }
   void on(const TileEvent& e) override { each(e); }

@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "ui/file_errors.hpp"
+
 namespace fd::ui {
 
 Settings& settings() {
@@ -86,7 +88,7 @@ void reset_stdout() {
 
 std::string flush_stdout() {
   std::cout.flush();
-  if (!std::cout) return errno == EPIPE ? "closed pipe" : std::strerror(errno ? errno : EIO);
+  if (!std::cout) return errno == EPIPE ? "closed pipe" : errno_text(errno ? errno : EIO);
   const std::string text = held().str();
   held().str("");
   std::size_t done = 0;
@@ -94,7 +96,7 @@ std::string flush_stdout() {
     const ssize_t n = ::write(stdout_fd(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EPIPE) return "closed pipe";
-    if (n <= 0) return std::strerror(n < 0 ? errno : ENOSPC);
+    if (n <= 0) return errno_text(n < 0 ? errno : ENOSPC);
     done += std::size_t(n);
   }
   return "";

@@ -44,8 +44,8 @@ std::ostream& out();
 void set_live(bool live);
 // Starts a run with an empty buffer (and not live).
 void reset_stdout();
-// Writes what the buffer holds to standard output; the reason it could not ("" when it could,
-// "closed pipe" when the reader has gone, which ends quietly).
+// Writes what the buffer holds to standard output; the reason it could not, in the user's words
+// ("" when it could, "closed pipe" when the reader has gone, which ends quietly).
 std::string flush_stdout();
 // The file descriptor flush_stdout writes to (1; the command-line fuzzer captures it elsewhere).
 void set_stdout_fd(int fd);

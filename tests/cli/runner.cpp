@@ -13,8 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "flashdemo/attention.hpp"
 #include "flashdemo/io/npy.hpp"
 #include "flashdemo/io/random.hpp"
+#include "flashdemo/teaching/flash_backward.hpp"
 
 namespace cli {
 
@@ -130,6 +132,31 @@ std::size_t count_events(const std::vector<nlohmann::json>& objects, const std::
   std::size_t n = 0;
   for (const auto& j : objects) n += j["event"] == event;
   return n;
+}
+
+BatchFiles write_batch(fd::index_t b, fd::index_t h, fd::index_t n, fd::index_t m, fd::index_t d) {
+  using fd::Mat;
+  BatchFiles f;
+  const fd::AttnParams params{true, fd::CausalAlign::bottom_right, {}};
+  auto append = [](std::vector<double>& to, const auto& x) {
+    to.insert(to.end(), x.data(), x.data() + x.size());
+  };
+  fd::TorchGenerator gen(17);
+  for (fd::index_t k = 0; k < b * h; ++k) {
+    const Mat<double> Q = gen.randn_matrix<double>(n, d), K = gen.randn_matrix<double>(m, d),
+                      V = gen.randn_matrix<double>(m, d), dO = gen.randn_matrix<double>(n, d);
+    const auto fwd = fd::flash_forward(Q, K, V, params, {8, 8});
+    const auto bwd = fd::flash_backward(Q, K, V, fwd, dO, params, {8, 8});
+    append(f.Q, Q), append(f.K, K), append(f.V, V), append(f.dO, dO), append(f.O, fwd.O);
+    append(f.L, fwd.L), append(f.dQ, bwd.dQ), append(f.dK, bwd.dK), append(f.dV, bwd.dV);
+  }
+  const std::vector<fd::index_t> qs{b, h, n, d}, ks{b, h, m, d}, ls{b, h, n};
+  fd::write_npy("b_q.npy", f.Q.data(), qs), fd::write_npy("b_k.npy", f.K.data(), ks);
+  fd::write_npy("b_v.npy", f.V.data(), ks), fd::write_npy("b_do.npy", f.dO.data(), qs);
+  fd::write_npy("b_o.npy", f.O.data(), qs), fd::write_npy("b_l.npy", f.L.data(), ls);
+  fd::write_npy("b_dq.npy", f.dQ.data(), qs), fd::write_npy("b_dk.npy", f.dK.data(), ks);
+  fd::write_npy("b_dv.npy", f.dV.data(), ks);
+  return f;
 }
 
 void write_inputs(fd::index_t n, fd::index_t m, fd::index_t d) {

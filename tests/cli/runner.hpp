@@ -59,6 +59,17 @@ std::size_t count_events(const std::vector<nlohmann::json>& objects, const std::
 void write_inputs(fd::index_t n, fd::index_t m, fd::index_t d);
 inline const std::string kQKV = "--q in_q.npy --k in_k.npy --v in_v.npy";
 
+// A batch of b x h heads, each with its own random Q, K, V, dO and the teaching path's O, L,
+// dQ, dK, dV (causal, bottom-right, tiles 8 x 8), written as (b, h, rows, d) files (L: (b, h,
+// n)), as an assignment saves them: b_q.npy, b_k.npy, b_v.npy, b_do.npy, b_o.npy, b_l.npy,
+// b_dq.npy, b_dk.npy, b_dv.npy. The values, head after head, are returned too.
+struct BatchFiles {
+  std::vector<double> Q, K, V, dO, O, L, dQ, dK, dV;
+};
+BatchFiles write_batch(fd::index_t b, fd::index_t h, fd::index_t n, fd::index_t m, fd::index_t d);
+inline const std::string kBatchQKV =
+    "--q b_q.npy --k b_k.npy --v b_v.npy --causal --causal-align bottom-right";
+
 // Whether this machine runs CUDA kernels: a CUDA build and a GPU that answers.
 bool gpu_here();
 

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -112,4 +114,108 @@ TEST_CASE("backward --o --lse starts from the given O and L") {
   }
   CHECK(has(run("backward " + kQKV + " --o fo.npy --lse fl_2d.npy").err,
             "fl_2d.npy: L has shape (2, 15), expected (30,) or (30, 1)"));
+}
+
+// A batch as an assignment saves it, (b, h, n, d): forward and backward compute, judge and save
+// every head, the outputs keep the leading dimensions, and each head is the one-head run's.
+TEST_CASE("forward and backward run a batch of heads; the outputs keep its leading dimensions") {
+  const fd::index_t b = 2, h = 3, n = 12, m = 9, d = 4;
+  const BatchFiles f = write_batch(b, h, n, m, d);
+  const std::vector<fd::index_t> qs{b, h, n, d}, ks{b, h, m, d}, ls{b, h, n};
+  const Run fwd = run("forward " + kBatchQKV + " --save-o bf_o.npy --save-lse bf_l.npy");
+  REQUIRE(fwd.code == 0);
+  CHECK(fwd.err.empty());
+  CHECK(has(fwd.out, "batch: 6 heads (2, 3), each computed, judged and saved; the steps below"));
+  CHECK(has(fwd.out, "Every head (6 heads of (2, 3))"));
+  CHECK(has(fwd.out, "heads: 6 of 6 pass"));
+  for (const auto& line : lines(fwd.out)) CHECK(columns(line) <= 100);
+  const fd::NpyArray O = fd::read_npy("bf_o.npy"), L = fd::read_npy("bf_l.npy");
+  CHECK(O.shape == qs);
+  CHECK(L.shape == ls);
+  REQUIRE(O.data.size() == f.O.size());
+  for (std::size_t k = 0; k < O.data.size(); ++k) CHECK(std::abs(O.data[k] - f.O[k]) < 1e-12);
+
+  // Head (1, 2) alone, as a one-head run: the batch's slice, bit for bit.
+  const std::size_t head = 1 * h + 2;
+  auto slice = [&](const std::vector<double>& x, fd::index_t rows) {
+    return std::vector<double>(x.begin() + std::ptrdiff_t(head * rows * d),
+                               x.begin() + std::ptrdiff_t((head + 1) * rows * d));
+  };
+  const std::vector<double> q1 = slice(f.Q, n), k1 = slice(f.K, m), v1 = slice(f.V, m),
+                            do1 = slice(f.dO, n);
+  fd::write_npy("h_q.npy", q1.data(), n, d), fd::write_npy("h_k.npy", k1.data(), m, d);
+  fd::write_npy("h_v.npy", v1.data(), m, d), fd::write_npy("h_do.npy", do1.data(), n, d);
+  const std::string one =
+      "--q h_q.npy --k h_k.npy --v h_v.npy --causal --causal-align bottom-right --do h_do.npy";
+  REQUIRE(run("forward " + one.substr(0, one.find(" --do")) + " --save-o h_o.npy --quiet").code ==
+          0);
+  const fd::NpyArray O1 = fd::read_npy("h_o.npy");
+  for (std::size_t k = 0; k < O1.data.size(); ++k)
+    CHECK(O1.data[k] == O.data[head * std::size_t(n * d) + k]);
+
+  // The backward from the batch's own O and L, graded by check in one call.
+  const std::string grads = " --save-dq bb_dq.npy --save-dk bb_dk.npy --save-dv bb_dv.npy";
+  const Run bwd = run("backward " + kBatchQKV + " --do b_do.npy --o bf_o.npy --lse bf_l.npy" +
+                      grads + " --save-do bb_do.npy");
+  REQUIRE(bwd.code == 0);
+  CHECK(has(bwd.out, "(for all 6 heads of the batch)"));
+  CHECK(has(bwd.out, "heads: 6 of 6 pass"));
+  CHECK(fd::read_npy("bb_dq.npy").shape == qs);
+  CHECK(fd::read_npy("bb_dk.npy").shape == ks);
+  CHECK(fd::read_npy("bb_do.npy").shape == qs);
+  const Run graded = run("check " + kBatchQKV +
+                         " --do b_do.npy --o bf_o.npy --lse bf_l.npy --dq bb_dq.npy "
+                         "--dk bb_dk.npy --dv bb_dv.npy");
+  CHECK(graded.code == 0);
+  CHECK(has(graded.out, "5 of 5 arrays pass."));
+  // Each head's gradients from its own forward (no --o, --lse: L keeps its low part) are the
+  // one-head run's, bit for bit.
+  REQUIRE(run("backward " + kBatchQKV + " --do b_do.npy --save-dk b0_dk.npy --quiet").code == 0);
+  const Run bwd1 = run("backward " + one + " --save-dk h_dk.npy --quiet");
+  REQUIRE(bwd1.code == 0);
+  const fd::NpyArray dK = fd::read_npy("b0_dk.npy"), dK1 = fd::read_npy("h_dk.npy");
+  for (std::size_t k = 0; k < dK1.data.size(); ++k)
+    CHECK(dK1.data[k] == dK.data[head * std::size_t(m * d) + k]);
+
+  // Head (1, 1)'s L off in row 5: that head fails, is named, and nothing is written.
+  std::vector<double> Lbad = L.data;
+  Lbad[std::size_t((1 * h + 1) * n + 5)] += 0.5;
+  fd::write_npy("bf_l_bad.npy", Lbad.data(), ls);
+  std::remove("bb_dq.npy");
+  const Run bad =
+      run("backward " + kBatchQKV + " --do b_do.npy --o bf_o.npy --lse bf_l_bad.npy" + grads);
+  CHECK(bad.code == 1);
+  CHECK(has(bad.out, "heads: 5 of 6 pass"));
+  CHECK(has(bad.out, "the first failing head is (1, 1)"));
+  CHECK(slurp("bb_dq.npy").empty());
+  const auto events = json_lines(run("forward " + kBatchQKV + " --json").out);
+  REQUIRE(events.size() >= 2);
+  CHECK(events.front()["batch"] == nlohmann::json::array({2, 3}));
+  CHECK(events.back()["heads"] == 6);
+  CHECK(events.back()["heads_passed"] == 6);
+  CHECK(events.back()["first_failing_head"].is_null());
+
+  // Arrays that do not fit the batch: one line naming both shapes, exit 4, nothing written.
+  fd::write_npy("bf_l_short.npy", f.L.data(), std::vector<fd::index_t>{b, h - 1, n});
+  fd::write_npy("b_k_2d.npy", f.K.data(), std::vector<fd::index_t>{b * h * m, d});
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {"backward " + kBatchQKV + " --o bf_o.npy --lse bf_l_short.npy",
+       "bf_l_short.npy: L has shape (2, 2, 12), expected (2, 3, 12)"},
+      {"forward --q b_q.npy --k b_k_2d.npy --v b_v.npy",
+       "b_k_2d.npy: K has shape (54, 4), Q has (2, 3, 12, 4)"},
+      {"backward " + kBatchQKV + " --do h_do.npy", "h_do.npy: dO has shape (12, 4), Q has"},
+      {"forward --q h_q.npy --k b_k.npy --v b_v.npy", "b_k.npy: K has shape (2, 3, 9, 4), Q has"},
+  };
+  for (const Case& c : cases) {
+    const Run r = run(c.args + " --save-o never.npy");
+    INFO(c.args << " | " << r.err);
+    CHECK(r.code == 4);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, c.message));
+    CHECK(slurp("never.npy").empty());
+  }
 }

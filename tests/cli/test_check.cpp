@@ -146,44 +146,6 @@ TEST_CASE("check reads float16 .npy files and grades them as fp16") {
   CHECK(has(c.out, "fp16"));
 }
 
-namespace {
-
-// A batch of b x h heads, each with its own random Q, K, V, dO and the teaching path's O, L,
-// dQ, dK, dV, written as (b, h, rows, d) files (L: (b, h, n)), as an assignment saves them.
-struct BatchFiles {
-  std::vector<double> Q, K, V, dO, O, L, dQ, dK, dV;
-};
-
-BatchFiles write_batch(fd::index_t b, fd::index_t h, fd::index_t n, fd::index_t m, fd::index_t d) {
-  using fd::Mat;
-  BatchFiles f;
-  const fd::AttnParams params{true, fd::CausalAlign::bottom_right, {}};
-  auto append = [](std::vector<double>& to, const auto& x) {
-    to.insert(to.end(), x.data(), x.data() + x.size());
-  };
-  fd::TorchGenerator gen(17);
-  for (fd::index_t k = 0; k < b * h; ++k) {
-    const Mat<double> Q = gen.randn_matrix<double>(n, d), K = gen.randn_matrix<double>(m, d),
-                      V = gen.randn_matrix<double>(m, d), dO = gen.randn_matrix<double>(n, d);
-    const auto fwd = fd::flash_forward(Q, K, V, params, {8, 8});
-    const auto bwd = fd::flash_backward(Q, K, V, fwd, dO, params, {8, 8});
-    append(f.Q, Q), append(f.K, K), append(f.V, V), append(f.dO, dO), append(f.O, fwd.O);
-    append(f.L, fwd.L), append(f.dQ, bwd.dQ), append(f.dK, bwd.dK), append(f.dV, bwd.dV);
-  }
-  const std::vector<fd::index_t> qs{b, h, n, d}, ks{b, h, m, d}, ls{b, h, n};
-  fd::write_npy("b_q.npy", f.Q.data(), qs), fd::write_npy("b_k.npy", f.K.data(), ks);
-  fd::write_npy("b_v.npy", f.V.data(), ks), fd::write_npy("b_do.npy", f.dO.data(), qs);
-  fd::write_npy("b_o.npy", f.O.data(), qs), fd::write_npy("b_l.npy", f.L.data(), ls);
-  fd::write_npy("b_dq.npy", f.dQ.data(), qs), fd::write_npy("b_dk.npy", f.dK.data(), ks);
-  fd::write_npy("b_dv.npy", f.dV.data(), ks);
-  return f;
-}
-
-const std::string kBatchQKV =
-    "--q b_q.npy --k b_k.npy --v b_v.npy --causal --causal-align bottom-right";
-
-}  // namespace
-
 TEST_CASE("check grades a batch of heads in one call: every head, the worst, the first failing") {
   const fd::index_t b = 2, h = 3, n = 12, m = 9, d = 4;
   const BatchFiles f = write_batch(b, h, n, m, d);

@@ -1,6 +1,7 @@
 // test_npy.cpp — .npy round trips, files written by NumPy, and malformed files refused by name.
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,16 @@ std::string error_of(const std::string& path) {
     return e.what();
   }
   return "";
+}
+
+// The kind of problem read_npy reports (FileProblem::worded when it reads the file).
+FileProblem problem_of(const std::string& path) {
+  try {
+    read_npy(path);
+  } catch (const NpyError& e) {
+    return e.problem;
+  }
+  return FileProblem::worded;
 }
 
 }  // namespace
@@ -86,27 +97,40 @@ TEST_CASE("malformed and unsupported files give one clear message naming the pro
   const std::string p = temp_path("bad.npy");
   struct Case {
     std::string bytes, message;
+    FileProblem problem;  // the kind the command line words in the user's language
   };
   const std::string f8 = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }";
+  using P = FileProblem;
   const Case cases[] = {
-      {"GIF89a not numpy at all", "bad magic"},
-      {"", "bad magic"},
-      {npy_bytes(f8, 48).substr(0, 12), "truncated header"},
-      {npy_bytes(f8, 40), "truncated data"},  // shape larger than data
-      {npy_bytes(f8, 0), "truncated data"},
-      {npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", 24), "'<i4'"},
-      {npy_bytes("{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }", 48), "'>f8'"},
-      {npy_bytes("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48), "Fortran"},
+      {"GIF89a not numpy at all", "bad magic", P::bad_magic},
+      {"", "bad magic", P::bad_magic},
+      {npy_bytes(f8, 48).substr(0, 12), "truncated header", P::truncated_header},
+      {npy_bytes(f8, 40), "truncated data", P::truncated_data},  // shape larger than data
+      {npy_bytes(f8, 0), "truncated data", P::truncated_data},
+      {npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", 24), "'<i4'",
+       P::unsupported_dtype},
+      {npy_bytes("{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }", 48), "'>f8'",
+       P::unsupported_dtype},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48), "Fortran",
+       P::fortran_order},
       {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2, 3, 4, 1), }", 192),
-       "5 dimensions"},
-      {npy_bytes("{'fortran_order': False, 'shape': (2, 3), }", 48), "'descr'"},
-      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }", 48), "shape"},
+       "5 dimensions", P::too_many_dimensions},
+      {npy_bytes("{'fortran_order': False, 'shape': (2, 3), }", 48), "'descr'", P::missing_key},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3), }", 48), "shape",
+       P::shape_not_tuple},
       // found by tests/fuzz/fuzz_npy.cpp: a shape that is no tuple once threw std::out_of_range
-      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': ,, 64)( }", 48), "shape"},
-      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': 3, }", 24), "not a tuple"},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': ,, 64)( }", 48), "shape",
+       P::shape_not_tuple},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': 3, }", 24), "not a tuple",
+       P::shape_not_tuple},
       // NumPy refuses these two: an empty size between commas, a lone comma
-      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,,3), }", 48), "not a tuple"},
-      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (,), }", 0), "not a tuple"},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,,3), }", 48), "not a tuple",
+       P::shape_not_tuple},
+      {npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (,), }", 0), "not a tuple",
+       P::shape_not_tuple},
+      {npy_bytes("{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 48),
+       "more than once", P::repeated_key},
+      {std::string("\x93NUMPY\x07\x00", 8), "version 7.0", P::unsupported_version},
   };
   for (const Case& c : cases) {
     write_bytes(p, c.bytes);
@@ -115,8 +139,17 @@ TEST_CASE("malformed and unsupported files give one clear message naming the pro
     CHECK(e.find(c.message) != std::string::npos);
     CHECK(e.find(p) == 0);  // the message names the file first
     CHECK(e.find('\n') == std::string::npos);
+    CHECK(problem_of(p) == c.problem);
   }
   CHECK(error_of(temp_path("does_not_exist.npy")).find("cannot open") != std::string::npos);
+  try {  // the file beneath: its problem and errno kept, for the command line to word
+    read_npy(temp_path("does_not_exist.npy"));
+    FAIL("a missing file must be refused");
+  } catch (const NpyError& e) {
+    CHECK(e.problem == FileProblem::cannot_open);
+    CHECK(e.facts.error == ENOENT);
+    CHECK(e.file.path == temp_path("does_not_exist.npy"));
+  }
   std::remove(p.c_str());
 }
 

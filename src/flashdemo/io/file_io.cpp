@@ -1,4 +1,5 @@
-// file_io.cpp — reading to the end, and outputs written all or none (see file_io.hpp).
+// file_io.cpp — reading to the end, outputs written all or none, and each refusal as a kind with
+// its facts and its English line (see file_io.hpp).
 #include "flashdemo/io/file_io.hpp"
 
 #include <fcntl.h>
@@ -23,6 +24,13 @@ std::string reason(int error) {
   return std::strerror(error ? error : EIO);
 }
 
+// A refusal of the system's with its errno (EIO when the call left none).
+FileFacts because(int error) {
+  FileFacts f;
+  f.error = error ? error : EIO;
+  return f;
+}
+
 // The directory part of a path ("." for a bare name) and the last part.
 std::pair<std::string, std::string> split(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -39,10 +47,11 @@ std::optional<std::string> real_path(const std::string& path) {
 // Where a write to `path` lands: the real path of its directory and its name, a symbolic link
 // in the last place followed to the file it names, whether that file exists or not (a dangling
 // link names the file the write creates). `path` is empty when a directory on the way is missing
-// or the links loop; `why` is set for a link that is not one's own (nor root's), which is not
-// followed (a link planted in a shared directory must not steer the write).
+// or the links loop; `foreign` is set, to the link's owner, for a link that is not one's own (nor
+// root's), which is not followed (a link planted in a shared directory must not steer the write).
 struct Landing {
-  std::string path, why;
+  std::string path;
+  std::optional<long long> foreign;
 };
 
 Landing land(const std::string& given) {
@@ -53,10 +62,9 @@ Landing land(const std::string& given) {
     if (!real_dir) return {};
     const std::string full = (*real_dir == "/" ? "" : *real_dir) + "/" + name;
     struct stat st {};
-    if (::lstat(full.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return {full, ""};
+    if (::lstat(full.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return {full, std::nullopt};
     if (st.st_uid != ::geteuid() && st.st_uid != 0)
-      return {full, "is a symbolic link of another user's (uid " + std::to_string(st.st_uid) +
-                        "): flashdemo follows only links of your own"};
+      return {full, static_cast<long long>(st.st_uid)};
     char to[PATH_MAX];
     const ssize_t n = ::readlink(full.c_str(), to, sizeof to - 1);
     if (n <= 0) return {};
@@ -90,52 +98,70 @@ Identity identify(const std::string& path) {
   return id;
 }
 
+// Why a file cannot be an output: the kind and its facts.
+struct Refusal {
+  FileProblem problem;
+  FileFacts facts;
+};
+
+FileFacts numbered(long long n) {
+  FileFacts f;
+  f.numbers = {n};
+  return f;
+}
+
 // Why an existing `real` (stat as `st`) cannot be replaced, or nothing.
-std::optional<std::string> unreplaceable(const std::string& real, const struct stat& st) {
-  if (S_ISDIR(st.st_mode)) return "is a directory";
-  if (!S_ISREG(st.st_mode))
-    return "is not a regular file (a device, a FIFO or a terminal): flashdemo writes its "
-           "outputs to regular files only";
+std::optional<Refusal> unreplaceable(const std::string& real, const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return Refusal{FileProblem::output_is_directory, {}};
+  if (!S_ISREG(st.st_mode)) return Refusal{FileProblem::not_regular, {}};
   if (st.st_uid != ::geteuid())  // root included: a replaced file would change owner
-    return "belongs to another user (uid " + std::to_string(st.st_uid) +
-           "): flashdemo replaces only files of your own; choose another name";
-  if (::access(real.c_str(), W_OK) != 0) return "cannot write there: " + reason(errno);
+    return Refusal{FileProblem::foreign_file, numbered(st.st_uid)};
+  if (::access(real.c_str(), W_OK) != 0)
+    return Refusal{FileProblem::cannot_write_there, because(errno)};
   return std::nullopt;
 }
 
 // Why `path` cannot be an output, or nothing: by its name and by where it lands, not a system
 // file; the file there a regular file of one's own (or none), its directory there and writable.
 // Touches nothing.
-std::optional<std::string> unwritable(const std::string& path) {
+std::optional<Refusal> unwritable(const std::string& path) {
   const Landing at = land(path);
   const std::string real = at.path.empty() ? path : at.path;
   for (const char* system : {"/dev/", "/proc/", "/sys/"})
-    if (path.rfind(system, 0) == 0 || real.rfind(system, 0) == 0)
-      return std::string("is a system file (") + system +
-             "...): flashdemo writes its outputs to regular files of your own only";
-  if (!at.why.empty()) return at.why;
+    if (path.rfind(system, 0) == 0 || real.rfind(system, 0) == 0) {
+      FileFacts f;
+      f.words = {system};
+      return Refusal{FileProblem::system_file, f};
+    }
+  if (at.foreign) return Refusal{FileProblem::foreign_link, numbered(*at.foreign)};
   struct stat st {};
   if (::stat(real.c_str(), &st) == 0)
     if (const auto why = unreplaceable(real, st)) return why;
   const std::string dir = split(real).first;
-  if (::stat(dir.c_str(), &st) != 0) return "cannot write there: " + reason(errno);
-  if (!S_ISDIR(st.st_mode)) return "cannot write there: " + dir + " is not a directory";
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) return "cannot write there: " + reason(errno);
+  if (::stat(dir.c_str(), &st) != 0)
+    return Refusal{FileProblem::cannot_write_there, because(errno)};
+  if (!S_ISDIR(st.st_mode)) {
+    FileFacts f;
+    f.other.path = dir;
+    return Refusal{FileProblem::parent_not_directory, f};
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return Refusal{FileProblem::cannot_write_there, because(errno)};
   return std::nullopt;
 }
 
 // Writes all of `bytes` to fd, every write checked (a full disk, a file-size limit: EFBIG), then
 // forces them to the disk.
-void write_all(int fd, const std::string& bytes, const std::string& path) {
+void write_all(int fd, const std::string& bytes, const NamedFile& file) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw FileError(path + ": cannot write: " + reason(n < 0 ? errno : ENOSPC));
+    if (n <= 0) throw FileError(FileProblem::cannot_write, file, because(n < 0 ? errno : ENOSPC));
     done += std::size_t(n);
   }
   if (::fsync(fd) != 0 && errno != EINVAL)
-    throw FileError(path + ": cannot write: " + reason(errno));
+    throw FileError(FileProblem::cannot_write, file, because(errno));
 }
 
 // Forces a directory's entries (names renamed, linked, created) to the disk; a file system that
@@ -145,11 +171,6 @@ void sync_directory(const std::string& dir) {
   if (fd < 0) return;
   ::fsync(fd);
   ::close(fd);
-}
-
-// "--save-o o.npy": how the messages name an output, as the command line gave it.
-std::string label(const NamedFile& f) {
-  return f.option.empty() ? shown(f.path) : f.option + " " + shown(f.path);
 }
 
 mode_t file_mode() {  // what open(0666) would give under the process's umask
@@ -292,6 +313,98 @@ void undo_slot(int k) {
 
 }  // namespace
 
+std::string shown(const NamedFile& file) {
+  return file.option.empty() ? shown(file.path) : file.option + " " + shown(file.path);
+}
+
+std::string in_english(FileProblem problem, const NamedFile& file, const FileFacts& facts) {
+  const auto word = [&](std::size_t k) { return k < facts.words.size() ? facts.words[k] : ""; };
+  const auto number = [&](std::size_t k) {
+    return std::to_string(k < facts.numbers.size() ? facts.numbers[k] : 0);
+  };
+  const std::string name = shown(file), why = reason(facts.error);
+  switch (problem) {
+    case FileProblem::worded:
+      return name;
+    case FileProblem::cannot_open:
+      return name + ": cannot open: " + why;
+    case FileProblem::is_directory:
+      return name + ": is a directory, not a file";
+    case FileProblem::cannot_read:
+      return name + ": cannot read: " + why;
+    case FileProblem::cannot_write:
+      return name + ": cannot write: " + why;
+    case FileProblem::too_many_outputs:
+      return name + ": cannot write: too many outputs at once";
+    case FileProblem::not_an_output:
+      return name + ": not an output of this run";
+    case FileProblem::clash_input:
+      return name + " is the input " + shown(facts.other) + ": choose another name";
+    case FileProblem::clash_output:
+      return name + " is also the output " + shown(facts.other) + ": give each output its own file";
+    case FileProblem::system_file:
+      return name + ": is a system file (" + word(0) +
+             "...): flashdemo writes its outputs to regular files of your own only";
+    case FileProblem::foreign_link:
+      return name + ": is a symbolic link of another user's (uid " + number(0) +
+             "): flashdemo follows only links of your own";
+    case FileProblem::output_is_directory:
+      return name + ": is a directory";
+    case FileProblem::not_regular:
+      return name +
+             ": is not a regular file (a device, a FIFO or a terminal): flashdemo writes its "
+             "outputs to regular files only";
+    case FileProblem::foreign_file:
+      return name + ": belongs to another user (uid " + number(0) +
+             "): flashdemo replaces only files of your own; choose another name";
+    case FileProblem::cannot_write_there:
+      return name + ": cannot write there: " + why;
+    case FileProblem::parent_not_directory:
+      return name + ": cannot write there: " + shown(facts.other.path) + " is not a directory";
+    case FileProblem::bad_magic:
+      return name + ": not a .npy file (bad magic bytes)";
+    case FileProblem::truncated_header:
+      return name + ": truncated header";
+    case FileProblem::unsupported_version:
+      return name + ": unsupported .npy version " + number(0) + "." + number(1);
+    case FileProblem::header_too_long:
+      return name + ": header length " + number(0) + " is implausible";
+    case FileProblem::repeated_key:
+      return name + ": header gives '" + word(0) +
+             "' more than once; a .npy header names each key once";
+    case FileProblem::missing_key:
+      return name + ": header has no '" + word(0) + "' entry";
+    case FileProblem::malformed_near_key:
+      return name + ": malformed header near '" + word(0) + "'";
+    case FileProblem::malformed_shape:
+      return name + ": malformed shape in header";
+    case FileProblem::shape_not_tuple:
+      return name + ": shape " + word(0) + " is not a tuple of sizes";
+    case FileProblem::too_many_dimensions:
+      return name + ": shape " + word(0) + " has " + number(0) +
+             " dimensions; flashdemo reads up to 4, (batch, heads, n, d)";
+    case FileProblem::unsupported_dtype:
+      return name + ": unsupported dtype " + word(0) +
+             ": flashdemo reads little-endian float16 ('<f2'), float32 ('<f4') and float64 "
+             "('<f8')";
+    case FileProblem::fortran_order:
+      return name +
+             ": Fortran (column-major) order is not supported: save with np.ascontiguousarray";
+    case FileProblem::shape_too_large:
+      return name + ": shape is too large";
+    case FileProblem::truncated_data:
+      return name + ": truncated data: the header promises " + number(0) + " elements (" +
+             number(1) + " bytes), the file holds " + number(2) + " bytes";
+    case FileProblem::too_large:
+      return name + ": the header promises " + number(0) + " elements, " + number(1) +
+             " MB to read them, more than the " + number(2) +
+             " MB of memory available; choose smaller arrays";
+    case FileProblem::not_finite:
+      return name + ": element " + word(0) + " is " + word(1) + "; inputs must be finite";
+  }
+  return name;
+}
+
 std::string shown(const std::string& path) {
   bool plain = true;
   for (unsigned char c : path) plain = plain && c >= 0x20 && c != 0x7f;
@@ -327,11 +440,11 @@ void settle_outputs(bool keep) {
 
 InputFile::InputFile(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw FileError(shown(path) + ": cannot open: " + reason(errno));
+  if (fd_ < 0) throw FileError(FileProblem::cannot_open, {"", path}, because(errno));
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd_);
-    throw FileError(shown(path) + ": is a directory, not a file");
+    throw FileError(FileProblem::is_directory, {"", path});
   }
 }
 
@@ -344,7 +457,7 @@ std::size_t InputFile::read(char* buf, std::size_t n) {
   while (done < n) {
     const ssize_t got = ::read(fd_, buf + done, n - done);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) throw FileError(shown(path_) + ": cannot read: " + reason(errno));
+    if (got < 0) throw FileError(FileProblem::cannot_read, {"", path_}, because(errno));
     if (got == 0) break;  // the end of the file or stream
     done += std::size_t(got);
   }
@@ -377,14 +490,18 @@ void OutputFiles::check(const std::vector<NamedFile>& inputs) const {
   for (std::size_t k = 0; k < outputs_.size(); ++k) {
     const NamedFile& out = outputs_[k].file;
     const Identity id = identify(out.path);
+    FileFacts clash;
     for (const NamedFile& in : inputs)
-      if (!in.path.empty() && id.same(identify(in.path)))
-        throw FileClash(label(out) + " is the input " + label(in) + ": choose another name");
+      if (!in.path.empty() && id.same(identify(in.path))) {
+        clash.other = in;
+        throw FileClash(FileProblem::clash_input, out, clash);
+      }
     for (std::size_t j = 0; j < k; ++j)
-      if (id.same(identify(outputs_[j].file.path)))
-        throw FileClash(label(out) + " is also the output " + label(outputs_[j].file) +
-                        ": give each output its own file");
-    if (const auto why = unwritable(out.path)) throw FileError(label(out) + ": " + *why);
+      if (id.same(identify(outputs_[j].file.path))) {
+        clash.other = outputs_[j].file;
+        throw FileClash(FileProblem::clash_output, out, clash);
+      }
+    if (const auto why = unwritable(out.path)) throw FileError(why->problem, out, why->facts);
   }
 }
 
@@ -395,12 +512,12 @@ int OutputFiles::open_temporary(Output& o) {
   std::string temporary = dir + "/." + name + ".XXXXXX";
   const Held held;
   const int fd = ::mkstemp(temporary.data());
-  if (fd < 0) throw FileError(label(o.file) + ": cannot write: " + reason(errno));
+  if (fd < 0) throw FileError(FileProblem::cannot_write, o.file, because(errno));
   o.slot = take_slot(temporary);
   if (o.slot < 0) {
     ::close(fd);
     ::unlink(temporary.c_str());
-    throw FileError(label(o.file) + ": cannot write: too many outputs at once");
+    throw FileError(FileProblem::too_many_outputs, o.file);
   }
   return fd;
 }
@@ -412,15 +529,15 @@ void OutputFiles::stage(const std::string& path, const std::string& bytes) {
     try {
       struct stat st {};  // a file replaced keeps its permission bits
       ::fchmod(fd, ::stat(o.target.c_str(), &st) == 0 ? st.st_mode & 07777 : file_mode());
-      write_all(fd, bytes, label(o.file));
+      write_all(fd, bytes, o.file);
     } catch (...) {
       ::close(fd);
       throw;
     }
-    if (::close(fd) != 0) throw FileError(label(o.file) + ": cannot write: " + reason(errno));
+    if (::close(fd) != 0) throw FileError(FileProblem::cannot_write, o.file, because(errno));
     return;
   }
-  throw FileError(path + ": not an output of this run");  // a bug: every output is added first
+  throw FileError(FileProblem::not_an_output, {"", path});  // a bug: every output is added first
 }
 
 // Every staged temporary renamed onto its target, with no signal between the first rename and
@@ -442,7 +559,7 @@ void OutputFiles::commit() {
       if (!kept.empty() && ::lstat(o.target.c_str(), &st) != 0)
         ::rename(kept.c_str(), o.target.c_str());
       for (auto k = done.rbegin(); k != done.rend(); ++k) undo_slot(*k);  // none replaced
-      throw FileError(label(o.file) + ": cannot write: " + reason(error));
+      throw FileError(FileProblem::cannot_write, o.file, because(error));
     }
     Slot& s = g_slots[o.slot];  // the temporary is the target now: undone by putting back
     copy_path(s.path, o.target), copy_path(s.kept, kept);
@@ -456,7 +573,7 @@ void OutputFiles::commit() {
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   OutputFiles out;
   out.add("", path);
-  if (const auto why = unwritable(path)) throw FileError(shown(path) + ": " + *why);
+  if (const auto why = unwritable(path)) throw FileError(why->problem, {"", path}, why->facts);
   out.stage(path, bytes);
   out.commit();
   settle_outputs(true);  // one file: nothing else can fail after it

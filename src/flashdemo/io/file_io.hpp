@@ -23,10 +23,13 @@
 //   installed when the first output is named, before any temporary exists) removes the
 //   temporaries and undoes a commit not yet settled before it ends the process: an interrupted
 //   run changes no file. A replaced file keeps its permission bits.
+// Every refusal is a FileError: a FileProblem (the kind), the file and the facts it names, and
+// its English line as what(); the command line words the kind in the user's language.
 #pragma once
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fd {
@@ -35,9 +38,81 @@ namespace fd {
 // newline would split the line), quoted as bash's $'...' with the character escaped.
 std::string shown(const std::string& path);
 
-// A file that cannot be read or written; what() names the file and the reason in one line.
+// One named file of the command line: the option it came from and the path given.
+struct NamedFile {
+  std::string option;  // "--save-o", "--q", ...; "" for a file named by no option
+  std::string path;
+};
+
+// A named file as a message names it: "--save-o o.npy", or the path alone ("o.npy").
+std::string shown(const NamedFile& file);
+
+// What is wrong with a file: one kind per message. The library never words it in a language of
+// the user's: a FileError carries the kind, the file and the facts below, and the command line
+// words them (demos/ui/messages/files.inc, ui::describe); what() keeps the English, one line, for
+// library users and tests. Each kind says which facts it fills.
+enum class FileProblem {
+  worded,  // what() is the whole message, worded by whoever threw it (the UI's checks of a file)
+  // Reading (InputFile, read_npy).
+  cannot_open,   // error
+  is_directory,  // an input that is a directory
+  cannot_read,   // error
+  // Writing (OutputFiles, write_file_atomically, write_npy).
+  cannot_write,          // error
+  too_many_outputs,      // more staged at once than the signal handler's slots
+  not_an_output,         // a bug: a path staged that was never added
+  clash_input,           // FileClash; other: the input it is
+  clash_output,          // FileClash; other: the earlier output it is
+  system_file,           // words: {"/dev/", "/proc/" or "/sys/"}
+  foreign_link,          // numbers: {the link's owner, a uid}
+  output_is_directory,   // an output that is a directory
+  not_regular,           // a device, a FIFO or a terminal
+  foreign_file,          // numbers: {the file's owner, a uid}
+  cannot_write_there,    // error (its directory missing, or not writable)
+  parent_not_directory,  // other.path: the directory on the way, which is not one
+  // A .npy file (NpyError).
+  bad_magic,            // not a .npy file
+  truncated_header,     // the file ends inside its header
+  unsupported_version,  // numbers: {major, minor}
+  header_too_long,      // numbers: {the header length}
+  repeated_key,         // words: {the key}
+  missing_key,          // words: {the key}
+  malformed_near_key,   // words: {the key}
+  malformed_shape,      // a shape with no closing ')'
+  shape_not_tuple,      // words: {the shape as the header writes it, shortened}
+  too_many_dimensions,  // words: {the shape}; numbers: {its dimensions}
+  unsupported_dtype,    // words: {the descr, as the header writes it, shortened}
+  fortran_order,        // column-major data
+  shape_too_large,      // more elements than flashdemo counts
+  truncated_data,       // numbers: {elements promised, their bytes, the bytes there}
+  too_large,            // NpyTooLarge; numbers: {elements, MB to read them, MB available}
+  not_finite,           // words: {the element's place, "(3, 1)" or "[3]"; "nan", "inf" or "-inf"}
+};
+
+// The facts a FileProblem names, as the kind says (the rest left empty).
+struct FileFacts {
+  int error = 0;                   // errno: why the system refused
+  NamedFile other;                 // the other file of a clash; a directory on the way
+  std::vector<std::string> words;  // keys, pieces of a header, places, as the kind lists them
+  std::vector<long long> numbers;  // sizes, counts, versions, uids
+};
+
+// The English one line of a problem ("o.npy: cannot open: No such file or directory").
+std::string in_english(FileProblem problem, const NamedFile& file, const FileFacts& facts);
+
+// A file that cannot be read or written; what() names the file and the reason in one line, in
+// English. problem, file and facts say the same for a caller that words it itself.
 struct FileError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  // A message already worded by the thrower: problem is FileProblem::worded.
+  explicit FileError(const std::string& worded) : std::runtime_error(worded) {}
+  FileError(FileProblem problem_, NamedFile file_, FileFacts facts_ = {})
+      : std::runtime_error(in_english(problem_, file_, facts_)),
+        problem(problem_),
+        file(std::move(file_)),
+        facts(std::move(facts_)) {}
+  FileProblem problem = FileProblem::worded;
+  NamedFile file;  // the file, and the option that named it (for an output)
+  FileFacts facts;
 };
 
 // An output that collides with an input or with another output (a usage mistake, not a file
@@ -61,12 +136,6 @@ class InputFile {
  private:
   std::string path_;
   int fd_ = -1;
-};
-
-// One named file of the command line: the option it came from and the path given.
-struct NamedFile {
-  std::string option;  // "--save-o", "--q", ...
-  std::string path;
 };
 
 class OutputFiles {

@@ -1,4 +1,5 @@
-// npy.cpp — .npy read and write (see npy.hpp for the format).
+// npy.cpp — .npy read and write (see npy.hpp for the format); each refusal a FileProblem with its
+// facts (file_io.hpp).
 #include "flashdemo/io/npy.hpp"
 
 #include "flashdemo/io/file_io.hpp"
@@ -29,8 +30,12 @@ double half_to_double(std::uint16_t h) {
   return sign ? -v : v;
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw NpyError(shown(path) + ": " + what);
+[[noreturn]] void fail(const std::string& path, FileProblem problem,
+                       std::vector<std::string> words = {}, std::vector<long long> numbers = {}) {
+  FileFacts facts;
+  facts.words = std::move(words);
+  facts.numbers = std::move(numbers);
+  throw NpyError(problem, {"", path}, facts);
 }
 
 // A piece of the header as an error quotes it: at most 40 characters (a malformed header may
@@ -59,18 +64,18 @@ std::size_t occurrences(const std::string& header, const std::string& key) {
 // top-level ',' or '}'.
 std::string dict_value(const std::string& header, const std::string& key, const std::string& path) {
   if (occurrences(header, key) > 1)  // NumPy would take the last: refused rather than guessed
-    fail(path, "header gives '" + key + "' more than once; a .npy header names each key once");
+    fail(path, FileProblem::repeated_key, {key});
   std::size_t k = header.find("'" + key + "'");
   if (k == std::string::npos) k = header.find("\"" + key + "\"");
-  if (k == std::string::npos) fail(path, "header has no '" + key + "' entry");
+  if (k == std::string::npos) fail(path, FileProblem::missing_key, {key});
   std::size_t v = header.find(':', k);
-  if (v == std::string::npos) fail(path, "malformed header near '" + key + "'");
+  if (v == std::string::npos) fail(path, FileProblem::malformed_near_key, {key});
   ++v;
   while (v < header.size() && header[v] == ' ') ++v;
   std::size_t end = v;
   if (end < header.size() && header[end] == '(') {
     end = header.find(')', end);
-    if (end == std::string::npos) fail(path, "malformed shape in header");
+    if (end == std::string::npos) fail(path, FileProblem::malformed_shape);
     return header.substr(v, end - v + 1);
   }
   while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
@@ -84,7 +89,7 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 std::vector<index_t> parse_shape(const std::string& text, const std::string& path) {
   std::vector<index_t> shape;
   if (text.size() < 2 || text.front() != '(' || text.back() != ')')
-    fail(path, "shape " + quoted(text) + " is not a tuple of sizes");
+    fail(path, FileProblem::shape_not_tuple, {quoted(text)});
   std::string inner = text.substr(1, text.size() - 2);
   std::stringstream ss(inner);
   std::vector<std::string> items;
@@ -93,19 +98,18 @@ std::vector<index_t> parse_shape(const std::string& text, const std::string& pat
     std::string item = items[k];
     const auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
     if (b == std::string::npos) {  // only the item after a trailing comma may be empty: (10,)
-      if (k + 1 < items.size() || k == 0)
-        fail(path, "shape " + quoted(text) + " is not a tuple of sizes");
+      if (k + 1 < items.size() || k == 0) fail(path, FileProblem::shape_not_tuple, {quoted(text)});
       continue;
     }
     item = item.substr(b, e - b + 1);
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || v < 0) fail(path, "shape " + quoted(text) + " is not a tuple of sizes");
+    if (*end != '\0' || v < 0) fail(path, FileProblem::shape_not_tuple, {quoted(text)});
     shape.push_back(v);
   }
   if (shape.size() > 4)
-    fail(path, "shape " + quoted(text) + " has " + std::to_string(shape.size()) +
-                   " dimensions; flashdemo reads up to 4, (batch, heads, n, d)");
+    fail(path, FileProblem::too_many_dimensions, {quoted(text)},
+         {static_cast<long long>(shape.size())});
   return shape;
 }
 
@@ -124,37 +128,34 @@ Header parse_header(const std::string& header, const std::string& path) {
   else if (descr == "'<f2'")
     h.type = NpyType::f2;
   else
-    fail(path, "unsupported dtype " + quoted(descr) +
-                   ": flashdemo reads little-endian float16 ('<f2'), float32 ('<f4') and "
-                   "float64 ('<f8')");
-  if (dict_value(header, "fortran_order", path) != "False")
-    fail(path, "Fortran (column-major) order is not supported: save with np.ascontiguousarray");
+    fail(path, FileProblem::unsupported_dtype, {quoted(descr)});
+  if (dict_value(header, "fortran_order", path) != "False") fail(path, FileProblem::fortran_order);
   h.shape = parse_shape(dict_value(header, "shape", path), path);
   return h;
 }
 
-// Exactly n bytes of the file, or the error naming what was cut short.
-std::string read_exact(InputFile& in, std::size_t n, const std::string& path, const char* what) {
+// Exactly n bytes of the file's header, or the error saying it was cut short.
+std::string read_exact(InputFile& in, std::size_t n, const std::string& path) {
   std::string bytes(n, '\0');
-  if (in.read(bytes.data(), n) != n) fail(path, std::string("truncated ") + what);
+  if (in.read(bytes.data(), n) != n) fail(path, FileProblem::truncated_header);
   return bytes;
 }
 
 std::string read_header(InputFile& in, const std::string& path) {
   char magic[6];
   if (in.read(magic, 6) != 6 || std::memcmp(magic, kMagic, 6) != 0)
-    fail(path, "not a .npy file (bad magic bytes)");
-  const std::string version = read_exact(in, 2, path, "header");
+    fail(path, FileProblem::bad_magic);
+  const std::string version = read_exact(in, 2, path);
   const int major = static_cast<unsigned char>(version[0]);
   if (major < 1 || major > 3)
-    fail(path, "unsupported .npy version " + std::to_string(major) + "." +
-                   std::to_string(static_cast<unsigned char>(version[1])));
-  const std::string len_bytes = read_exact(in, major == 1 ? 2 : 4, path, "header");
+    fail(path, FileProblem::unsupported_version, {},
+         {major, static_cast<unsigned char>(version[1])});
+  const std::string len_bytes = read_exact(in, major == 1 ? 2 : 4, path);
   std::uint32_t len = 0;
   for (std::size_t k = len_bytes.size(); k-- > 0;)
     len = (len << 8) | static_cast<unsigned char>(len_bytes[k]);
-  if (len > (1u << 20)) fail(path, "header length " + std::to_string(len) + " is implausible");
-  return read_exact(in, len, path, "header");
+  if (len > (1u << 20)) fail(path, FileProblem::header_too_long, {}, {len});
+  return read_exact(in, len, path);
 }
 
 // The n data bytes the header promises, read in chunks: memory grows only as bytes arrive, so a
@@ -172,8 +173,9 @@ std::vector<char> read_data(InputFile& in, std::size_t n, std::size_t width,
     if (r < want) break;
   }
   if (got < n)
-    fail(path, "truncated data: the header promises " + std::to_string(n / width) + " elements (" +
-                   std::to_string(n) + " bytes), the file holds " + std::to_string(got) + " bytes");
+    fail(path, FileProblem::truncated_data, {},
+         {static_cast<long long>(n / width), static_cast<long long>(n),
+          static_cast<long long>(got)});
   return raw;
 }
 
@@ -183,17 +185,17 @@ NpyArray read_npy_from(const std::string& path, double budget) {
   const Header h = parse_header(read_header(in, path), path);
   index_t count = 1;
   for (index_t s : h.shape) {
-    if (s != 0 && count > kMaxElements / s) fail(path, "shape is too large");
+    if (s != 0 && count > kMaxElements / s) fail(path, FileProblem::shape_too_large);
     count *= s;
   }
   const index_t width = h.type == NpyType::f8 ? 8 : h.type == NpyType::f4 ? 4 : 2;
   const double need = double(count) * double(width + 8);  // the bytes read, then as doubles
-  if (need > budget)
-    throw NpyTooLarge(shown(path) + ": the header promises " + std::to_string(count) +
-                      " elements, " + std::to_string(std::int64_t(need / 1e6)) +
-                      " MB to read them, more than the " +
-                      std::to_string(std::int64_t(budget / 1e6)) +
-                      " MB of memory available; choose smaller arrays");
+  if (need > budget) {
+    FileFacts facts;
+    facts.numbers = {count, static_cast<long long>(need / 1e6),
+                     static_cast<long long>(budget / 1e6)};
+    throw NpyTooLarge(FileProblem::too_large, {"", path}, facts);
+  }
   const std::vector<char> raw = read_data(in, std::size_t(count * width), std::size_t(width), path);
   NpyArray a{h.type, h.shape, std::vector<double>(std::size_t(count))};
   for (index_t k = 0; k < count; ++k) {  // little-endian on every host flashdemo builds for
@@ -219,8 +221,8 @@ NpyArray read_npy(const std::string& path, double budget) {
     return read_npy_from(path, budget);
   } catch (const NpyError&) {
     throw;
-  } catch (const FileError& e) {  // cannot open, cannot read: the same one line
-    throw NpyError(e.what());
+  } catch (const FileError& e) {  // cannot open, cannot read: the same problem
+    throw NpyError(e);
   }
 }
 
@@ -235,11 +237,10 @@ void require_finite(const NpyArray& a, const std::string& path) {
       rest /= a.shape[x];
     }
     where = a.shape.size() >= 2 ? "(" + where + ")" : "[" + std::to_string(k) + "]";
-    fail(path, "element " + where + " is " +
-                   (std::isnan(a.data[k]) ? "nan"
-                    : a.data[k] > 0       ? "inf"
-                                          : "-inf") +
-                   "; inputs must be finite");
+    fail(path, FileProblem::not_finite,
+         {where, std::isnan(a.data[k]) ? "nan"
+                 : a.data[k] > 0       ? "inf"
+                                       : "-inf"});
   }
 }
 
@@ -282,7 +283,7 @@ void write_npy(const std::string& path, const T* data, const std::vector<index_t
   try {
     write_file_atomically(path, npy_bytes(data, shape));
   } catch (const FileError& e) {
-    throw NpyError(e.what());
+    throw NpyError(e);
   }
 }
 

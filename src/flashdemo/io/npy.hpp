@@ -23,9 +23,12 @@
 namespace fd {
 
 // A malformed or unsupported file, or one that cannot be read; what() names the file and the
-// problem in one line.
+// problem in one line, and problem, file and facts say which (FileProblem: bad_magic ...
+// not_finite, or cannot_open, is_directory, cannot_read from the file beneath).
 struct NpyError : FileError {
   using FileError::FileError;
+  // The same problem, met while reading or writing a .npy file.
+  explicit NpyError(const FileError& e) : FileError(e) {}
 };
 
 // A header promising an array larger than the memory available.
