@@ -426,6 +426,10 @@ void HeadsVerdict::add(index_t k, const RunVerdict& head) {
     first_failing = k;
 }
 
+std::string in_head(const AttentionOptions& o, index_t k, const std::string& what) {
+  return tr(Msg::err_in_head, ui::shape_text(head_index(o.lead, k)), what);
+}
+
 AttentionOptions head_options(const AttentionOptions& o, index_t k) {
   if (k == 0 && (o.lead.empty() || !ui::settings().quiet)) return o;
   AttentionOptions quiet = o;

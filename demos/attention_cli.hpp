@@ -206,6 +206,29 @@ class TextSinks {
   std::vector<TraceSink*> added_;
 };
 
+// "head (1, 2): " + what.
+std::string in_head(const AttentionOptions& o, index_t k, const std::string& what);
+
+// Every head of the run in order: files.select(k), then verdict.add(k, head(k, options,
+// recording)), with head k's options (head_options) and the run's Recording for head 0 only (the
+// trace is head 0's). A refusal inside a head of a batch (an output that is not finite) names the
+// head.
+template <class Head>
+HeadsVerdict run_heads(const AttentionOptions& o, LoadedArrays& files, Recording& rec,
+                       Head&& head) {
+  HeadsVerdict verdict;
+  for (index_t k = 0; k < o.heads(); ++k) {
+    files.select(k);
+    try {
+      verdict.add(k, head(k, head_options(o, k), k == 0 ? &rec : nullptr));
+    } catch (const Error& e) {
+      if (o.lead.empty()) throw;
+      throw Error(e.code, in_head(o, k, e.what()));
+    }
+  }
+  return verdict;
+}
+
 // Refuses (exit 1, before any file is written) an output that is not finite where its reference
 // is: a value the run made inf or NaN from finite inputs is never saved or shown beside a pass.
 [[noreturn]] void refuse_nonfinite_at(const char* name, double value, index_t k, index_t cols,

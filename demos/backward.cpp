@@ -197,13 +197,14 @@ void run_backward_as(const AttentionOptions& o, LoadedArrays& files) {
   Recording rec(o.trace_files, ui::tr(Msg::backward_title));
   rec.emit(problem_event(o, "backward", cuda::Pass::bwd));
   HeadOutputs saved(o.lead);
-  HeadsVerdict verdict, given;
-  for (index_t k = 0; k < o.heads(); ++k) {
-    files.select(k);
-    RunVerdict g;
-    verdict.add(k, backward_head<T>(head_options(o, k), files, k == 0 ? &rec : nullptr, saved, g));
-    if (!g.arrays().empty()) given.add(k, g);
-  }
+  HeadsVerdict given;  // the student's O and L (--o, --lse), head by head
+  const HeadsVerdict verdict =
+      run_heads(o, files, rec, [&](index_t k, const AttentionOptions& head, Recording* traced) {
+        RunVerdict g;
+        const RunVerdict v = backward_head<T>(head, files, traced, saved, g);
+        if (!g.arrays().empty()) given.add(k, g);
+        return v;
+      });
   if (given.heads > 0) print_heads(o, given, Msg::heads_given_title);
   print_heads(o, verdict);
   rec.emit(result_event(o, "backward", verdict));

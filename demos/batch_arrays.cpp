@@ -87,7 +87,8 @@ HeadsProblem heads_problem(const NpyArray& q, const std::string& k_path, const s
 
 Heads load_lse_heads(const std::string& path, const std::vector<index_t>& lead, index_t n) {
   const NpyArray a = read_npy(path, 0.8 * memory_available());
-  require_shape(a, path, "L", expected_shape(lead, {n}));
+  if (a.shape != expected_shape(lead, {n, 1}))  // (keepdim=True's column, as for one head)
+    require_shape(a, path, "L", expected_shape(lead, {n}));
   for (std::size_t k = 0; k < a.data.size(); ++k)
     if (std::isnan(a.data[k]) || a.data[k] == HUGE_VAL)
       throw NpyError(ui::tr(Msg::err_lse_value, shown(path), k, a.data[k] > 0 ? "inf" : "nan"));

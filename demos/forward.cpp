@@ -125,11 +125,10 @@ void run_forward_as(const AttentionOptions& o, LoadedArrays& files) {
   Recording rec(o.trace_files, ui::tr(Msg::forward_title));
   rec.emit(problem_event(o, "forward"));
   HeadOutputs saved(o.lead);
-  HeadsVerdict verdict;
-  for (index_t k = 0; k < o.heads(); ++k) {
-    files.select(k);
-    verdict.add(k, forward_head<T>(head_options(o, k), files, k == 0 ? &rec : nullptr, saved));
-  }
+  const HeadsVerdict verdict =
+      run_heads(o, files, rec, [&](index_t, const AttentionOptions& head, Recording* traced) {
+        return forward_head<T>(head, files, traced, saved);
+      });
   print_heads(o, verdict);
   rec.emit(result_event(o, "forward", verdict));
   conclude(o, verdict.all);

@@ -188,6 +188,10 @@ TEST_CASE("forward and backward run a batch of heads; the outputs keep its leadi
   CHECK(has(bad.out, "heads: 5 of 6 pass"));
   CHECK(has(bad.out, "the first failing head is (1, 1)"));
   CHECK(slurp("bb_dq.npy").empty());
+  // L saved with keepdim=True, (b, h, n, 1): read as (b, h, n).
+  fd::write_npy("bf_l_col.npy", L.data.data(), std::vector<fd::index_t>{b, h, n, 1});
+  CHECK(run("backward " + kBatchQKV + " --do b_do.npy --o bf_o.npy --lse bf_l_col.npy --quiet")
+            .code == 0);
   const auto events = json_lines(run("forward " + kBatchQKV + " --json").out);
   REQUIRE(events.size() >= 2);
   CHECK(events.front()["batch"] == nlohmann::json::array({2, 3}));
