@@ -42,6 +42,7 @@
 #include "ui/file_errors.hpp"
 #include "ui/format.hpp"
 #include "ui/output.hpp"
+#include "ui/pager.hpp"
 #include "walkthrough.hpp"
 
 namespace {
@@ -248,12 +249,16 @@ void add_global_options(CLI::App& app, fd::ui::ColorMode& color, std::string& la
 
 // Standard output, held during the run, written at its end: a closed pipe ends quietly, any other
 // failure to write is one line and exit 4.
-// The files the run committed stay only once its standard output is written too.
+// The files the run committed stay only once its standard output is written too. On a terminal,
+// the output of a subcommand that asks for pages is shown a page at a time (ui/pager.hpp); its
+// files stay once the first page is shown, and Ctrl-C at a pause exits 130, as in the walkthrough.
 int finish_stdout(int code) {
+  const fd::ui::Paged paged = fd::ui::page_held([] { fd::settle_outputs(true); });
   const std::string why = fd::ui::flush_stdout();
   const bool written = why.empty() || why == "closed pipe";
   fd::settle_outputs(written);
-  return written ? code : fail(fd::demos::kFile, tr(Msg::err_stdout, why));
+  if (!written) return fail(fd::demos::kFile, tr(Msg::err_stdout, why));
+  return paged == fd::ui::Paged::interrupted ? fd::demos::kInterrupted : code;
 }
 
 // A failed run prints its error line and nothing else, and replaces no file; a failed check still
@@ -369,6 +374,10 @@ int parse_and_run(int argc, char** argv) {
   fd::demos::setup_manpage(app);
   for (CLI::App* sub : app.get_subcommands({}))  // its -h came before the group was inherited
     if (CLI::Option* help = sub->get_help_ptr()) help->group(tr(Msg::help_options));
+  // Longer than a projector's 30 rows as they stand (memory 77 lines, backward 40): on a
+  // terminal, a page at a time; piped or redirected, the same text whole.
+  for (const char* name : {"memory", "backward"})
+    app.get_subcommand(name)->parse_complete_callback([] { fd::ui::settings().paged = true; });
   if (argc < 2) return usage_error(tr(Msg::err_missing_subcommand, joined_names(app)));
   for (int k = 1; k < argc; ++k) {  // --values= would take the next argument as its value
     const std::string a = argv[k];

@@ -25,7 +25,7 @@ enum ExitCode : int {
   kNoDevice = 5,       // --device cuda without CUDA in the build or without a GPU
   kCheckFailed = 1,    // a run failed the rule (or has no verdict): check's grades, the tool's own
   kInternal = 70,      // a bug in flashdemo (please report it)
-  kInterrupted = 130,  // the walkthrough was left with Ctrl-C (128 + SIGINT, as a shell says)
+  kInterrupted = 130,  // Ctrl-C at a pause (walkthrough, pages): 128 + SIGINT, as a shell says
 };
 
 // A failure the user caused and can fix: printed as one line, no stack trace.

@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -24,10 +25,10 @@ const char* type_name(MemType t) {
   return t == MemType::fp32 ? "fp32" : t == MemType::bf16 ? "bf16" : "fp16";
 }
 
-// v with three decimals (the lecture's table), or in scientific notation where that would not
-// leave a space in a column `width` wide.
+// v with three decimals (the lecture's table) and its digits grouped as in the columns beside
+// it, or in scientific notation where that would not leave a space in a column `width` wide.
 std::string fitted(double v, std::size_t width) {
-  const std::string f = fmt::format("{:.3f}", v);
+  const std::string f = ui::grouped(v, 3);
   return f.size() < width ? f : fmt::format("{:.3e}", v);
 }
 
@@ -71,7 +72,11 @@ void print_formula_table(const MemoryOptions& o, const std::vector<index_t>& ns,
               {"standard_io", f.standard_io},
               {"flash_io", f.flash_io}});
   }
-  ui::say(Msg::memory_notes, double(o.d) * double(o.d) / M);
+  // The memory of one head at the largest n asked for, in the type asked for.
+  const index_t n = *std::max_element(ns.begin(), ns.end());
+  const MemoryFormula one = memory_formula(n, o.d, element_bytes(o.dtype), M, o.causal, 1);
+  ui::say(Msg::memory_notes, n, type_name(o.dtype), format_bytes(one.standard_bytes),
+          double(o.d) * double(o.d) / M);
 }
 
 nlohmann::json traffic(const Traffic& t) {
@@ -92,6 +97,7 @@ void print_ledger(const MemoryOptions& o, const std::vector<index_t>& ns, double
   ui::result_raw(fmt::format(fmt::runtime(row), "n", "n²d²/M", standard, "FA-1", "FA-2", standard,
                              "FA-1", "FA-2"));
   Ledger last;
+  double fa2_over_fa1 = 0;  // the most FA-2's forward moves against FA-1's, over the rows
   for (index_t n : ns) {
     const Ledger g =
         count_traffic(Tiling{n, n, t.Br, t.Bc}, Mask{o.causal, CausalAlign::top_left, n, n}, o.d,
@@ -115,7 +121,13 @@ void print_ledger(const MemoryOptions& o, const std::vector<index_t>& ns, double
               {"fa1_bwd", traffic(g.fa1_bwd)},
               {"fa2_bwd", traffic(g.fa2_bwd)}});
     last = g;
+    fa2_over_fa1 = std::max(fa2_over_fa1, g.fa2_fwd.total() / g.fa1_fwd.total());
   }
+  // FA-2's forward can move more than FA-1's only where the rule holds Br below Bc (Br = d < Bc):
+  // then K and V are re-read once per d query rows. With Br = Bc it always moves less (2d
+  // elements a key per query tile against FA-1's 3d + 4 a query row per key tile).
+  if (fa2_over_fa1 > 1 && t.Br < t.Bc)
+    ui::say(Msg::memory_ledger_fa2_more, fa2_over_fa1, t.Br, t.Bc);
   ui::say(Msg::memory_ledger_note, ns.back(), last.fa2_fwd.total() / last.standard_fwd.total());
 }
 
@@ -218,8 +230,8 @@ void run_memory(const MemoryOptions& o) {
             {"heads", o.heads},
             {"causal", o.causal}});
   if (o.parts.heading) ui::heading(ui::tr(Msg::memory_title), ui::tr(Msg::memory_source));
-  ui::say(Msg::memory_setup, o.batch, o.heads, type_name(o.dtype), o.d, o.sram_kb, ui::grouped(M),
-          type_name(o.dtype), o.causal ? ui::tr(Msg::memory_causal_suffix) : "");
+  ui::result(Msg::memory_setup, o.batch, o.heads, type_name(o.dtype), o.d, o.sram_kb,
+             ui::grouped(M), type_name(o.dtype), o.causal ? ui::tr(Msg::memory_causal_suffix) : "");
   if (o.parts.results) print_formula_table(o, ns, M, rec);
   if (o.parts.extra) print_ledger(o, ns, M, rec);
   if (o.fusion) print_fusion(o, ns, rec);

@@ -152,7 +152,7 @@ void run_softmax_as(const SoftmaxOptions& o, RunFiles& files) {
   }
   ui::SoftmaxTable table(widen(x));
   if (o.parts.map) {
-    ui::section(ui::tr(Msg::softmax_blocks, o.block));
+    if (o.map_title) ui::section(ui::tr(Msg::softmax_blocks, o.block));
     table.print_header();
     if (!ui::settings().quiet && !ui::settings().json) rec.add_text(&table);
   }

@@ -20,6 +20,7 @@ struct SoftmaxOptions {
   DType dtype = DType::fp32;  // the lecture's x is float32
   TraceFiles files;
   Parts parts;
+  bool map_title = true;  // the blocks table's title (the walkthrough's second vector goes without)
 };
 
 void setup_softmax(CLI::App& app);

@@ -1,7 +1,8 @@
 // walkthrough.cpp — `flashdemo walkthrough`: the lecture as a sequence of screens. Each screen is
 // a few sentences saying what is about to happen, the flashdemo command that shows it, and that
-// command's output at sizes where every number fits: at most 100 columns and about 30 rows.
-// On a terminal it waits for one key between screens, no Enter needed (ui/keys.hpp): Enter,
+// command's output at sizes where every number fits: at most 100 columns and 30 rows with the
+// hint (step 1 shows two commands: the lecture's vector, then one whose max grows).
+// On a terminal it waits for one key between screens, no Enter needed (ui/pager.hpp): Enter,
 // space, n or right arrow go on; b or left arrow go back; q, Esc or Ctrl-D quit; Ctrl-C quits
 // with exit code 130; other keys only show the full list. Quitting clears the hint line and
 // leaves the cursor on a fresh line; the terminal's settings come back on every way out.
@@ -21,6 +22,7 @@
 #include "softmax.hpp"
 #include "ui/keys.hpp"
 #include "ui/output.hpp"
+#include "ui/pager.hpp"
 
 namespace fd::demos {
 namespace {
@@ -52,6 +54,15 @@ AttentionOptions tiny(index_t n, index_t m, index_t d, index_t Br, index_t Bc) {
   return o;
 }
 
+// A command as a screen shows it: "  $ flashdemo ...".
+void say_command(const std::string& command) {
+  ui::say_raw("  " + ui::paint("$ " + command, ui::Paint::emphasis) + "\n");
+}
+
+// Step 1: the lecture's x has its max first, so it never rescales; a short x whose max grows,
+// block by block, shows the rescale the narration asks the class to watch (its table only).
+constexpr const char* kGrowing = "flashdemo softmax --values=1,3,2,6,0,8 --block 2";
+
 std::vector<Step> softmax_steps() {
   return {
       {Section::softmax, Msg::walk_softmax_1, "flashdemo softmax",
@@ -59,6 +70,12 @@ std::vector<Step> softmax_steps() {
          SoftmaxOptions o;
          o.parts = only(true, true, true, false);
          run_softmax(o);
+         ui::say(Msg::walk_softmax_grows);
+         say_command(kGrowing);
+         SoftmaxOptions g;
+         g.values = "1,3,2,6,0,8", g.block = 2, g.map_title = false;
+         g.parts = only(false, true, false, false);
+         run_softmax(g);
        }},
       {Section::softmax, Msg::walk_softmax_2, "flashdemo softmax",
        [] {
@@ -187,41 +204,14 @@ void show(const Step& step, std::size_t k, std::size_t total, bool clear) {
   const std::string title = ui::tr(Msg::walk_step, k + 1, total, section_name(step.section));
   ui::say_raw("\n" + ui::paint(fmt::format("{:─<98}", title), ui::Paint::heading) + "\n");
   ui::say(step.narration);
-  ui::say_raw("\n  " + ui::paint("$ " + step.command, ui::Paint::emphasis) + "\n");
+  ui::say_raw("\n");
+  say_command(step.command);
   step.run();
   ui::out().flush();
 }
 
-// The hint at the pause, in place of whatever the cursor's line holds.
-void show_hint(Msg hint) {
-  ui::out() << "\r\033[K" << ui::text(hint);
-  ui::out().flush();
-}
-
-// Waits for a key that means something; an unknown one shows the full list of keys. The hint
-// line is cleared before returning. A failed write to stdout quits.
-ui::Key wait_for_key() {
-  show_hint(Msg::walk_prompt);
-  for (;;) {
-    if (!ui::out()) return ui::Key::quit;
-    const ui::Key key = ui::read_key(STDIN_FILENO);
-    if (key != ui::Key::other) {
-      ui::out() << "\r\033[K";
-      return key;
-    }
-    show_hint(Msg::walk_keys);
-  }
-}
-
-// Leaving early: the hint is gone; a newline so that the shell's prompt starts a line of its own.
-void leave() {
-  ui::out() << "\n";
-  ui::out().flush();
-}
-
 bool wants_pause(const WalkOptions& o) {
-  return !o.no_pause && isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 &&
-         !ui::settings().json;
+  return !o.no_pause && ui::can_pause();
 }
 
 void run_walkthrough(const WalkOptions& o) {
@@ -239,8 +229,8 @@ void run_walkthrough(const WalkOptions& o) {
       ++k;
       continue;
     }
-    const ui::Key key = wait_for_key();
-    if (key == ui::Key::quit || key == ui::Key::interrupt) leave();
+    const ui::Key key = ui::wait_for_key(ui::text(Msg::walk_prompt), ui::text(Msg::walk_keys));
+    if (key == ui::Key::quit || key == ui::Key::interrupt) ui::leave_pause();
     if (key == ui::Key::quit) return;
     if (key == ui::Key::interrupt) throw Interrupted{};
     k = key == ui::Key::back ? (k > 0 ? k - 1 : 0) : k + 1;

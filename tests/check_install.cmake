@@ -1,5 +1,6 @@
 # check_install.cmake — after `cmake --install --prefix ROOT`: the binary, its man page and the
-# bash and zsh completion scripts exist where their tools look.
+# bash and zsh completion scripts exist where their tools look; with CPACK_CONFIG, the Debian
+# package recommends a CJK font.
 include(GNUInstallDirs)
 set(bash_completion ${CMAKE_INSTALL_DATADIR}/bash-completion/completions/flashdemo)
 set(zsh_completion ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions/_flashdemo)
@@ -20,5 +21,14 @@ endif()
 file(READ "${ROOT}/${zsh_completion}" zsh)
 if(NOT zsh MATCHES "^#compdef flashdemo")
   message(FATAL_ERROR "${zsh_completion} is not a zsh completion script")
+endif()
+# The Debian package (CPack's settings, CPACK_CONFIG): it recommends a CJK font, which the
+# HTML replay pages in Chinese need (their font stacks name it first).
+if(CPACK_CONFIG)
+  include(${CPACK_CONFIG})
+  if(NOT CPACK_DEBIAN_PACKAGE_RECOMMENDS MATCHES "fonts-noto-cjk")
+    message(FATAL_ERROR "the Debian package does not recommend fonts-noto-cjk: "
+                        "'${CPACK_DEBIAN_PACKAGE_RECOMMENDS}'")
+  endif()
 endif()
 message(STATUS "installed: bin/flashdemo, the man page and the completion scripts")

@@ -13,8 +13,9 @@ Every code block of a document is one of:
     in 1e9, or 1e-17 absolute): what legitimately varies between machines is compared by value;
   - a block preceded by `<!-- not run: REASON -->` (a diagram drawn by hand, a measurement
     taken on another machine, with its command beside it in the prose);
-  - a ```sh block of README.md: each of its `flashdemo ...` lines (a trailing backslash continues
-    a line) runs in order and must exit 0, so the examples a newcomer copies all work;
+  - a ```sh block of README.md or docs/teaching-guide.md (SH_RUN): each of its `flashdemo ...`
+    lines (a trailing backslash continues a line) runs in order and must exit 0, so the examples a
+    newcomer copies, and the commands a teacher runs in class, all work;
   - any other block must hold no digit (commands to type, say).
 With --update, blocks whose output changed are rewritten in place (those with `...` or `<...>` are
 only reported). Usage: docs_test.py FLASHDEMO REPO [--update] [FILE ...]
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 
+SH_RUN = ("README.md", "teaching-guide.md")  # documents whose ```sh commands run (above)
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 NOT_RUN = re.compile(r"<!--\s*not run:.*?-->\s*\n$", re.S)
 
@@ -214,7 +216,7 @@ def check_file(path, bindir, update):
                              refresh_excerpt(expected, got) if excerpt else got)
                     out_lines += ["$ " + command] + shown
                 new_block = "\n".join(out_lines) + "\n"
-            elif lang == "sh" and os.path.basename(path) == "README.md":
+            elif lang == "sh" and os.path.basename(path) in SH_RUN:
                 for command in sh_commands(block):
                     code, err = run_sh(command, scratch, bindir)
                     if code != 0:

@@ -26,6 +26,10 @@ Usage: html_replay_test.py FLASHDEMO WORKDIR
 4. The words. With --lang zh (and with LANG=zh_CN.UTF-8) the page is Chinese: lang="zh-CN" and no
    English word on any step, outside symbols, code and key caps. The softmax page does not talk
    of O; with no rescale it says so and names a run that rescales, which has no such note.
+5. The fonts. The Chinese page's font stacks (--sans, --mono) name the common CJK fonts (Noto Sans
+   CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, WenQuanYi Micro Hei) before the
+   generic family, Chromium computes them so, and a Chinese font fontconfig lists here is among
+   them.
 Without /usr/bin/chromium it fails, unless FLASHDEMO_ALLOW_NO_CHROMIUM=1 (then it says so and
 passes). Prints 'N passed, N failed' and exits non-zero on any failure.
 """
@@ -295,6 +299,41 @@ for name, args, run_env in [("softmax", ["softmax", "--lang", "zh"], None),
         words = english_words(report)
         expect(not words, f"zh {name}: English words on the page: {sorted(words)[:20]}")
         check_layout("zh " + name, report, 1024, 768)
+
+# 5. The fonts. A Chinese page names the common CJK fonts of Linux, macOS and Windows in both of
+# its font stacks, the text's (--sans) and the numbers' (--mono), before the generic family, so a
+# machine with any of them shows Chinese instead of empty boxes; in Chromium the stacks compute
+# (a stack that did not parse would leave the browser's default font); and where fontconfig
+# lists Chinese fonts on this machine, the stack names one of them.
+CJK_FONTS = ["Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei",
+             "WenQuanYi Micro Hei"]
+if os.path.isfile("zh-softmax.html"):
+    text = pathlib.Path("zh-softmax.html").read_text(encoding="utf-8")
+    stacks = dict(re.findall(r"--(cjk|sans|mono):\s*([^;]*);", text))
+    for font in CJK_FONTS:
+        expect(f'"{font}"' in stacks.get("cjk", ""), f"fonts: {font} is not in the CJK stack")
+    for name, generic in [("sans", "sans-serif"), ("mono", "monospace")]:
+        stack = " ".join(stacks.get(name, "").split())
+        expect(stack.endswith(f"var(--cjk), {generic}"),
+               f"fonts: --{name} does not end with the CJK fonts and {generic}: {stack!r}")
+    probe = text.replace("</body>", "<script>const c = document.createElement('code'), "
+                         "p = document.createElement('pre'); document.body.append(c, p); "
+                         "p.id = 'fontcheck'; p.textContent = getComputedStyle(document.body)"
+                         ".fontFamily + '|' + getComputedStyle(c).fontFamily;</script></body>")
+    pathlib.Path("zh-fonts.html").write_text(probe, encoding="utf-8")
+    found = re.search(r'<pre id="fontcheck">([^<]*)</pre>', dump_dom("zh-fonts.html"))
+    computed = html.unescape(found.group(1)) if found else ""
+    for part, generic in zip(computed.split("|") + ["", ""], ["sans-serif", "monospace"]):
+        expect("Noto Sans CJK SC" in part and part.rstrip().endswith(generic),
+               f"fonts: the computed font-family lacks the CJK fonts: {part!r}")
+    fc = shutil.which("fc-list")
+    installed = set()
+    if fc:
+        listed = subprocess.run([fc, ":lang=zh", "family"], capture_output=True, text=True)
+        installed = {f.strip() for line in listed.stdout.splitlines() for f in line.split(",")}
+    if installed:
+        expect(any(f'"{f}"' in stacks.get("cjk", "") for f in installed),
+               f"fonts: none of this machine's Chinese fonts is in the stack: {sorted(installed)}")
 
 report = layout_report("softmax.html", 1024, 768)
 if report:

@@ -6,18 +6,24 @@ on, b and the left arrow go back, q, Esc and Ctrl-D quit, Ctrl-C quits with exit
 other key only shows the list of keys. After every way out (those keys, and SIGINT, SIGTERM,
 SIGHUP from outside) the terminal's attributes are those it had before, echo and canonical mode
 on, the hint line is cleared and the output ends with a newline. With stdin not a terminal it
-never waits. Colour is on by default on a terminal, off with NO_COLOR=1 or TERM=dumb.
-Prints 'N passed, N failed'.
+never waits. memory and backward, taller than a 30 x 100 terminal, are shown a page at a time
+with the same keys, every page with its hint within the terminal, the pages together what a pipe
+gets; output that fits, stdin not a terminal or --json is not paged. Colour is on by default on
+a terminal, off with NO_COLOR=1 or TERM=dumb. Prints 'N passed, N failed'.
 """
+import fcntl
 import os
 import pty
+import re
 import select
 import signal
+import struct
 import subprocess
 import sys
 import termios
 import threading
 import time
+import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tally import expect, finish  # noqa: E402
@@ -31,11 +37,13 @@ CLEAR_LINE = b"\x1b[K"
 class Session:
     """flashdemo (or a shell command) on a fresh pty; the test reads its output and types."""
 
-    def __init__(self, args, env_extra=None, shell=None, stdin=None):
+    def __init__(self, args, env_extra=None, shell=None, stdin=None, size=None):
         env = dict(os.environ, LC_ALL="C", LANG="C", TERM="xterm")
         env.pop("NO_COLOR", None)
         env.update(env_extra or {})
         self.master, slave = pty.openpty()
+        if size:  # rows, columns (else the pty's 0 x 0: a size unknown, and nothing is paged)
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
         self.before = termios.tcgetattr(self.master)  # the slave's attributes, as the child sees
         cmd = ["sh", "-c", shell, exe] if shell else [exe] + args
         self.proc = subprocess.Popen(cmd, stdin=slave if stdin is None else stdin, stdout=slave,
@@ -93,11 +101,11 @@ class Session:
         return self.out.decode("utf-8", "replace")
 
 
-def walk(keys, args=("walkthrough",)):
+def walk(keys, args=("walkthrough",), size=None, prompt=PROMPT):
     """Types each key at its own pause, waiting for the pause first; returns the session."""
-    s = Session(list(args))
+    s = Session(list(args), size=size)
     for k, key in enumerate(keys):
-        if not s.wait_for(PROMPT, k + 1):
+        if not s.wait_for(prompt, k + 1):
             break
         s.send(key)
     return s
@@ -225,6 +233,71 @@ s = Session(["walkthrough", "--section", "memory"], stdin=subprocess.DEVNULL)
 code = s.finish()
 expect(code == 0 and "step 12/12" in s.text() and "[Enter]" not in s.text(),
        "stdin not a terminal: no waiting")
+
+
+# Pages: memory and backward are longer than a projector's 30 rows; on a terminal they are shown
+# a page at a time, each on a cleared screen with the hint below it, with the walkthrough's keys;
+# the last page ends the run. What the pages show, put together, is what a pipe gets.
+CLEAR = "\x1b[2J\x1b[H"
+PROJECTOR = (30, 100)
+
+
+def rows_of(line, cols):
+    width = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+    return max(1, -(-width // cols))
+
+
+def pages_of(s):
+    """The pages the session showed, each without its hint, and the hints' page numbers."""
+    text = s.text().replace("\r", "")
+    pages = text.split(CLEAR)[1:]
+    shown = [p.split("\x1b[K")[0] for p in pages]
+    hints = re.findall(r"page (\d+)/(\d+)", text) + re.findall(r"第 (\d+)/(\d+) 页", text)
+    return shown, hints
+
+
+def piped(args):
+    run = subprocess.run([exe] + args, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                         env=dict(os.environ, LC_ALL="C", LANG="C", TERM="xterm"))
+    return run.stdout
+
+
+for args in (["memory", "--color", "never"], ["memory", "--color", "never", "--lang", "zh"],
+             ["backward", "--color", "never"]):
+    name = " ".join(args)
+    whole = piped(args)
+    s = walk([b" "] * 6, args, size=PROJECTOR, prompt=b"[Enter]")  # zh: "[Enter] 下一页"
+    code = s.finish(timeout=30)
+    shown, hints = pages_of(s)
+    expect(code == 0 and len(shown) >= 2, f"{name}: paged on a 30-row terminal ({len(shown)} pages)")
+    expect(len(hints) == len(shown) - 1 and all(h[1] == str(len(shown)) for h in hints),
+           f"{name}: a hint under every page but the last: {hints}")
+    expect(all(sum(rows_of(line, PROJECTOR[1]) for line in page.split("\n")[:-1]) < PROJECTOR[0]
+               for page in shown), f"{name}: every page fits above its hint")
+    expect("".join(shown) == whole, f"{name}: the pages put together are not the piped output")
+    expect(s.after == s.before, f"{name}: the attributes are as before")
+
+# b goes back a page; q quits (exit 0, the hint cleared, a fresh line), Ctrl-C with 130.
+s = walk([b" ", b"b", b"q"], ["memory"], size=PROJECTOR)
+code = s.finish()
+expect(s.text().count("page 1/") == 2 and s.text().count("page 2/") == 1, "pages: b goes back")
+left_cleanly(s, code, 0, "pages: q")
+s = walk([b"\x03"], ["backward"], size=PROJECTOR)
+code = s.finish()
+expect("finite differences" not in s.text(), "pages: Ctrl-C quits on the first page")
+left_cleanly(s, code, 130, "pages: Ctrl-C")
+
+# Nothing to page: output that fits the terminal, a terminal taller than the output, stdin not a
+# terminal, --json.
+for args, size, stdin in [(["memory", "--n", "4096", "--quiet"], PROJECTOR, None),
+                          (["memory"], (120, 100), None),
+                          (["memory"], PROJECTOR, subprocess.DEVNULL),
+                          (["memory", "--json"], PROJECTOR, None)]:
+    s = Session(args, size=size, stdin=stdin)
+    code = s.finish()
+    expect(code == 0 and "[Enter]" not in s.text() and CLEAR not in s.text(),
+           f"{' '.join(args)} on {size[0]} rows, stdin {'not ' if stdin else ''}a terminal: "
+           "not paged")
 
 
 def colour(args, env_extra=None):

@@ -95,6 +95,17 @@ std::string grouped(double v) {
   return out;
 }
 
+std::string grouped(double v, int decimals) {
+  const std::string digits = fmt::format("{:.{}f}", std::abs(v), decimals);
+  const std::size_t point = std::min(digits.find('.'), digits.size());
+  std::string out = v < 0 && digits.find_first_not_of("0.") != std::string::npos ? "-" : "";
+  for (std::size_t k = 0; k < digits.size(); ++k) {
+    if (k > 0 && k < point && (point - k) % 3 == 0) out += ',';
+    out += digits[k];
+  }
+  return out;
+}
+
 std::string grouped_fit(double v, std::size_t width) {
   const std::string g = grouped(v);
   return g.size() < width ? g : fmt::format("{:.2e}", v);

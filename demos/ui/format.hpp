@@ -26,6 +26,8 @@ std::string span(const std::vector<double>& v, int decimals);
 std::string range(Range r);
 // 1,234,567
 std::string grouped(double v);
+// 1,234.567: grouped digits before the point, `decimals` after it.
+std::string grouped(double v, int decimals);
 // An array's shape as Python prints it: (2, 64, 32), (64,), ().
 std::string shape_text(const std::vector<index_t>& shape);
 // grouped(v) where it leaves a space in a column `width` wide, else v in scientific notation

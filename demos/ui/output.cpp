@@ -1,12 +1,15 @@
 // output.cpp — text destinations and colour (see output.hpp).
 #include "ui/output.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -19,6 +22,51 @@ Settings& settings() {
   return s;
 }
 
+namespace {
+
+// The parent of process `pid` and its command name, from /proc/PID/stat ("pid (comm) state ppid").
+bool parent_of(long pid, long& parent, std::string& comm) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const std::size_t open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return false;
+  comm = line.substr(open + 1, close - open - 1);
+  std::istringstream rest(line.substr(close + 1));
+  std::string state;
+  return bool(rest >> state >> parent);
+}
+
+// Whether the standard output of process `pid` is a terminal: a character device that is one.
+bool stdout_of_is_terminal(long pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/1";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return false;  // a file, a pipe
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool tty = isatty(fd) == 1;
+  ::close(fd);
+  return tty;
+}
+
+// Under Open MPI's mpirun: whether mpirun's standard output, which every rank's is forwarded
+// to, is a terminal. mpirun is the rank's parent on its own node (or a few generations up);
+// not found (a rank on another node, under orted), the answer is no.
+bool mpirun_stdout_is_terminal() {
+  long pid = long(::getppid());
+  for (int generation = 0; generation < 8 && pid > 1; ++generation) {
+    long parent = 0;
+    std::string comm;
+    if (!parent_of(pid, parent, comm)) return false;
+    for (const char* launcher : {"mpirun", "mpiexec", "orterun", "prterun", "prte", "oshrun"})
+      if (comm == launcher) return stdout_of_is_terminal(pid);
+    pid = parent;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool color_wanted(ColorMode mode) {
   if (mode == ColorMode::always) return true;
   if (mode == ColorMode::never) return false;
@@ -26,6 +74,7 @@ bool color_wanted(ColorMode mode) {
   if (no_color && *no_color) return false;
   const char* term = std::getenv("TERM");
   if (term && std::strcmp(term, "dumb") == 0) return false;
+  if (std::getenv("OMPI_COMM_WORLD_RANK")) return mpirun_stdout_is_terminal();
   return isatty(STDOUT_FILENO) == 1;
 }
 
@@ -104,6 +153,20 @@ std::string flush_stdout() {
 
 void set_stdout_fd(int fd) {
   stdout_fd() = fd;
+}
+
+bool stdout_is_fd1() {
+  return stdout_fd() == STDOUT_FILENO;
+}
+
+std::string held_text() {
+  return held().str();
+}
+
+std::string take_held() {
+  std::string text = held().str();
+  held().str("");
+  return text;
 }
 
 std::string one_line(const std::string& text) {

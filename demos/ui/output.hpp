@@ -10,7 +10,12 @@
 //                reader gone: the line is dropped, the exit code stays), control characters in
 //                it escaped so it stays one line
 //   paint(...)   colour through fmt, on only when stdout is a terminal, NO_COLOR is unset or
-//                empty, TERM is not "dumb", and --color is not "never" (--color always forces it)
+//                empty, TERM is not "dumb", and --color is not "never" (--color always forces it).
+//                Under Open MPI's mpirun (OMPI_COMM_WORLD_RANK set) a rank's stdout is a
+//                pseudo-terminal whatever mpirun's own is, so there "a terminal" means mpirun's
+//                standard output, where the ranks' output really goes: colour when it is a
+//                terminal, none when it is redirected or mpirun is not this process's ancestor
+//                (a rank started by a daemon on another node)
 #pragma once
 
 #include <fmt/color.h>
@@ -29,6 +34,7 @@ struct Settings {
   bool color = false;
   bool quiet = false;
   bool json = false;
+  bool paged = false;  // on a terminal, output taller than it is shown a page at a time (pager.hpp)
 };
 
 Settings& settings();
@@ -49,6 +55,10 @@ void reset_stdout();
 std::string flush_stdout();
 // The file descriptor flush_stdout writes to (1; the command-line fuzzer captures it elsewhere).
 void set_stdout_fd(int fd);
+bool stdout_is_fd1();
+// What the buffer holds; take_held() also empties it (the pager writes it itself).
+std::string held_text();
+std::string take_held();
 
 template <class... A>
 void say(Msg m, A&&... args) {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -110,4 +111,31 @@ TEST_CASE("ring: options checked, ranks beyond the rows refused, --device cuda's
   for (const char* name : {"O", "L", "dQ", "dK", "dV"})
     CHECK(res[std::string("verdict_") + name] == "pass");
   CHECK(res["pass"] == true);
+}
+
+// Under Open MPI's mpirun every rank's stdout is a pseudo-terminal, whatever mpirun's own stdout
+// is: colour follows mpirun's (ui/output.hpp), so a run redirected to a file holds no escape codes,
+// while --color always still colours it. Skipped without mpirun, and under the sanitizers (they
+// take Open MPI's own allocations for leaks, as the ring_mpi_* tests say).
+TEST_CASE("ring under mpirun, redirected to a file: no colour codes") {
+  if (kSanitized) return;
+  const std::string dir = std::filesystem::current_path().string();
+  const Run r = in_dir(dir,
+                       "command -v mpirun >/dev/null || exit 77; "
+                       "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                       "OMPI_MCA_rmaps_base_oversubscribe=1 TERM=xterm; unset NO_COLOR; "
+                       "timeout 120 mpirun -np 2 $FD ring --n 16 --d 8 > ring_auto.txt || exit 1; "
+                       "timeout 120 mpirun -np 2 $FD ring --n 16 --d 8 --color always "
+                       "> ring_always.txt");
+  if (r.code == 77) {
+    MESSAGE("mpirun not found: ring's colour under mpirun is not checked");
+    return;
+  }
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string automatic = slurp(dir + "/ring_auto.txt"),
+                    always = slurp(dir + "/ring_always.txt");
+  CHECK(has(automatic, "pass"));
+  CHECK_FALSE(has(automatic, "\033"));
+  CHECK(has(always, "\033["));  // the run is one that colours, when asked to
 }

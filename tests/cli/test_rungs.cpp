@@ -106,7 +106,7 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
   }
   CHECK(
       has(run("backward --device cuda --impl mma --dtype bf16 --d 64 --trace tiles --lang zh").err,
-          "不记录反向追踪"));
+          "不记录反向跟踪"));
   // With --q, --k, --v the files' d decides.
   write_inputs(8, 8, 3);
   const Run d3 = run(f + "--impl mma --dtype bf16 " + kQKV);
