@@ -88,9 +88,7 @@ Mat<double> load_lse(const std::string& path, index_t n) {
   const bool column = a.shape.size() == 2 && a.shape[1] == 1;
   if (!(a.shape.size() == 1 || column) || a.shape[0] != n)
     throw NpyError(tr(Msg::err_lse_shape, shown(path), ui::shape_text(a.shape), n));
-  for (std::size_t k = 0; k < a.data.size(); ++k)
-    if (std::isnan(a.data[k]) || a.data[k] == HUGE_VAL)
-      throw NpyError(tr(Msg::err_lse_value, shown(path), k, a.data[k] > 0 ? "inf" : "nan"));
+  require_lse_values(a, path);
   return to_matrix<double>(a);
 }
 
@@ -418,7 +416,7 @@ nlohmann::json result_event(const AttentionOptions& o, const char* subcommand,
 }
 
 void HeadsVerdict::add(index_t k, const RunVerdict& head) {
-  k == 0 ? void(all = head) : all.fold(head);
+  heads == 0 ? void(all = head) : all.fold(head);
   ++heads;
   if (head.pass())
     ++passed;

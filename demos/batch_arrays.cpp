@@ -85,13 +85,17 @@ HeadsProblem heads_problem(const NpyArray& q, const std::string& k_path, const s
   return p;
 }
 
+void require_lse_values(const NpyArray& a, const std::string& path) {
+  for (std::size_t k = 0; k < a.data.size(); ++k)
+    if (std::isnan(a.data[k]) || a.data[k] == HUGE_VAL)
+      throw NpyError(ui::tr(Msg::err_lse_value, shown(path), k, a.data[k] > 0 ? "inf" : "nan"));
+}
+
 Heads load_lse_heads(const std::string& path, const std::vector<index_t>& lead, index_t n) {
   const NpyArray a = read_npy(path, 0.8 * memory_available());
   if (a.shape != expected_shape(lead, {n, 1}))  // (keepdim=True's column, as for one head)
     require_shape(a, path, "L", expected_shape(lead, {n}));
-  for (std::size_t k = 0; k < a.data.size(); ++k)
-    if (std::isnan(a.data[k]) || a.data[k] == HUGE_VAL)
-      throw NpyError(ui::tr(Msg::err_lse_value, shown(path), k, a.data[k] > 0 ? "inf" : "nan"));
+  require_lse_values(a, path);
   return split_heads(a, lead.size());
 }
 
@@ -104,7 +108,7 @@ void HeadOutputs::add(const std::string& path, const X& x) {
                                                : std::vector<index_t>{x.rows(), x.cols()};
     out.fp32 = std::is_same_v<typename X::Scalar, float>;
   }
-  for (index_t k = 0; k < x.size(); ++k) out.values.push_back(double(x.data()[k]));
+  out.values.insert(out.values.end(), x.data(), x.data() + x.size());
 }
 
 void HeadOutputs::stage(RunFiles& files) const {
