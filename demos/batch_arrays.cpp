@@ -2,6 +2,9 @@
 // against each other, and writing a run's outputs with the inputs' leading dimensions.
 #include "batch_arrays.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <type_traits>
 
@@ -86,9 +89,15 @@ HeadsProblem heads_problem(const NpyArray& q, const std::string& k_path, const s
 }
 
 void require_lse_values(const NpyArray& a, const std::string& path) {
-  for (std::size_t k = 0; k < a.data.size(); ++k)
-    if (std::isnan(a.data[k]) || a.data[k] == HUGE_VAL)
-      throw NpyError(ui::tr(Msg::err_lse_value, shown(path), k, a.data[k] > 0 ? "inf" : "nan"));
+  for (std::size_t k = 0; k < a.data.size(); ++k) {
+    if (!std::isnan(a.data[k]) && a.data[k] != HUGE_VAL) continue;
+    std::vector<index_t> at(a.shape.size());  // k's indices: "[k]" for a vector, else "(b, h, q)"
+    for (std::size_t x = at.size(), rest = k; x-- > 0; rest /= std::size_t(a.shape[x]))
+      at[x] = index_t(rest % std::size_t(a.shape[x]));
+    const std::string where =
+        at.size() == 1 ? fmt::format("[{}]", k) : fmt::format("({})", fmt::join(at, ", "));
+    throw NpyError(ui::tr(Msg::err_lse_value, shown(path), where, a.data[k] > 0 ? "inf" : "nan"));
+  }
 }
 
 Heads load_lse_heads(const std::string& path, const std::vector<index_t>& lead, index_t n) {

@@ -44,7 +44,8 @@ HeadsProblem load_problem(const std::string& q_path, const std::string& k_path,
 HeadsProblem heads_problem(const NpyArray& q, const std::string& k_path, const std::string& v_path,
                            const std::string& dO_path);
 
-// A forward's L: no NaN and no +inf (-inf is a row that sees no key); refused naming the entry.
+// A forward's L: no NaN and no +inf (-inf is a row that sees no key); refused naming the entry
+// ("[5]" in a vector, "(1, 2, 5)" in a batch).
 void require_lse_values(const NpyArray& a, const std::string& path);
 
 // A batch of L: shape lead + (n) (or lead + (n, 1)), no NaN and no +inf (-inf is a row that sees no

@@ -201,6 +201,9 @@ TEST_CASE("forward and backward run a batch of heads; the outputs keep its leadi
 
   // Arrays that do not fit the batch: one line naming both shapes, exit 4, nothing written.
   fd::write_npy("bf_l_short.npy", f.L.data(), std::vector<fd::index_t>{b, h - 1, n});
+  std::vector<double> Lnan = L.data;
+  Lnan[std::size_t((1 * h + 2) * n + 5)] = std::nan("");
+  fd::write_npy("bf_l_nan.npy", Lnan.data(), ls);
   fd::write_npy("b_k_2d.npy", f.K.data(), std::vector<fd::index_t>{b * h * m, d});
   struct Case {
     std::string args, message;
@@ -211,6 +214,8 @@ TEST_CASE("forward and backward run a batch of heads; the outputs keep its leadi
       {"forward --q b_q.npy --k b_k_2d.npy --v b_v.npy",
        "b_k_2d.npy: K has shape (54, 4), Q has (2, 3, 12, 4)"},
       {"backward " + kBatchQKV + " --do h_do.npy", "h_do.npy: dO has shape (12, 4), Q has"},
+      {"backward " + kBatchQKV + " --o bf_o.npy --lse bf_l_nan.npy",
+       "bf_l_nan.npy: element (1, 2, 5) is nan"},
       {"forward --q h_q.npy --k b_k.npy --v b_v.npy", "b_k.npy: K has shape (2, 3, 9, 4), Q has"},
   };
   for (const Case& c : cases) {
