@@ -143,13 +143,24 @@ def refresh_excerpt(expected, got):
     return out
 
 
-def run(command, cwd, bindir):
+def run_in_env(command, cwd, bindir, stdout, extra):
+    """Runs a documented command as a reader would: this build's flashdemo first on PATH, no
+    colour, the C.UTF-8 locale. Its own TMPDIR: an `mpirun` among the documented commands makes
+    Open MPI's session directory there, and two mpiruns of parallel tests that share /tmp race
+    to create theirs (tests/mpirun_isolated.sh)."""
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), NO_COLOR="1",
-               TERM="dumb", LANG="C.UTF-8", COLUMNS="100")
+               TERM="dumb", LANG="C.UTF-8", **extra)
     env.pop("LC_ALL", None)
     env.pop("LC_MESSAGES", None)
-    p = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
+    with tempfile.TemporaryDirectory(prefix="fdmpi.", dir="/tmp") as tmp:
+        env["TMPDIR"] = tmp
+        return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=stdout,
+                              stderr=subprocess.STDOUT if stdout == subprocess.PIPE
+                              else subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=600)
+
+
+def run(command, cwd, bindir):
+    p = run_in_env(command, cwd, bindir, subprocess.PIPE, {"COLUMNS": "100"})
     text = p.stdout.decode("utf-8", "replace").rstrip("\n")
     return [line.rstrip() for line in text.split("\n")] if text else []
 
@@ -164,11 +175,7 @@ def sh_commands(block):
 
 
 def run_sh(command, cwd, bindir):
-    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), NO_COLOR="1",
-               TERM="dumb", LANG="C.UTF-8")
-    env.pop("LC_ALL", None)
-    p = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=600)
+    p = run_in_env(command, cwd, bindir, subprocess.DEVNULL, {})
     return p.returncode, p.stderr.decode("utf-8", "replace").strip()
 
 
