@@ -9,6 +9,7 @@
 
 #include "cuda/host/cuda_api.hpp"
 #include "device.hpp"
+#include "flashdemo/fast/levels.hpp"
 #include "recording.hpp"
 #include "ui/output.hpp"
 
@@ -27,12 +28,31 @@ std::string compiler() {
 #endif
 }
 
+// "x86-64-v4": the CPU's level (levels.hpp).
+std::string cpu_level_name() {
+  const std::string name = fast::level_name(fast::cpu_level());
+  return name.empty() ? ui::tr(Msg::info_not_x86) : name;
+}
+
+// The fast path's line: which kernels run, and why those.
+void say_fast_level() {
+  const fast::Level& l = fast::active_level();
+  const fast::Kernels& k = *l.kernels;
+  const fast::LevelSetting set = fast::level_setting();
+  const std::string built = fast::built_level_names();
+  const std::string why =
+      set.value.empty() ? ui::tr(Msg::info_fast_auto, built)
+                        : ui::tr(Msg::info_fast_forced, built, fast::kLevelVariable, set.value);
+  ui::result(Msg::info_fast, l.name, k.isa, k.simd_bytes / 4, k.block_rows, k.block_vectors, why);
+}
+
 void run_info() {
   const cuda::GpuInfo g = cuda::gpu_info();
   const unsigned threads = std::thread::hardware_concurrency();
   Recording rec(TraceFiles{}, "flashdemo info");
   ui::result(Msg::info_build, FLASHDEMO_VERSION, compiler(), FLASHDEMO_BUILD_TYPE, __cplusplus);
-  ui::result(Msg::info_simd, threads, Eigen::SimdInstructionSetsInUse());
+  ui::result(Msg::info_simd, threads, cpu_level_name(), Eigen::SimdInstructionSetsInUse());
+  say_fast_level();
   if (g.built)
     ui::result(Msg::info_cuda_on, g.runtime_version,
                g.driver_version.empty() ? ui::tr(Msg::info_driver_none) : g.driver_version,
@@ -49,6 +69,10 @@ void run_info() {
             {"compiler", compiler()},
             {"simd", Eigen::SimdInstructionSetsInUse()},
             {"threads", threads},
+            {"cpu_level", fast::cpu_level()},
+            {"fast_level", fast::active_level().name},
+            {"fast_isa", fast::active_level().kernels->isa},
+            {"fast_levels_built", fast::built_level_names()},
             {"cuda", g.built},
             {"gpu", g.present ? g.name : ""},
             {"sms", g.sms},

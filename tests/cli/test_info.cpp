@@ -24,3 +24,44 @@ TEST_CASE("info in Chinese: every line it prints is translated, the reason for n
   CHECK(has(run("info").out, "GPU: "));
   CHECK(has(run("info --lang zh --help").out, "示例："));
 }
+
+// The fast path's kernels: info names the build that runs and why; FLASHDEMO_FAST_LEVEL chooses
+// each level this CPU runs (forward --impl fast passes with it), and a name that is no level is
+// one line and exit 2, before anything runs.
+TEST_CASE("info names the fast path's kernels; FLASHDEMO_FAST_LEVEL chooses them") {
+  const Run plain = run("info");
+  CHECK(has(plain.out, "fast path: x86-64"));
+  CHECK(has(plain.out, "the highest this CPU runs"));
+  CHECK(has(run("info --help").out, "FLASHDEMO_FAST_LEVEL=x86-64-v3 flashdemo info"));
+  const auto info = json_lines(run("info --json").out);
+  REQUIRE(info.size() == 1);
+  const int cpu = info[0]["cpu_level"].get<int>();
+  const std::string built = info[0]["fast_levels_built"].get<std::string>();
+  for (int level = 1; level <= 4; ++level) {
+    const std::string name = level == 1 ? "x86-64" : "x86-64-v" + std::to_string(level);
+    if (built.find(name + ",") == std::string::npos && !built.ends_with(name)) continue;
+    INFO(name);
+    const std::string env = "FLASHDEMO_FAST_LEVEL=" + name + " ";
+    if (level > cpu) {  // a level above the CPU's: refused in one line
+      const Run r = in_dir(".", env + "$FD info");
+      CHECK(r.code == 2);
+      CHECK(has(r.err, "this CPU lacks that level"));
+      CHECK(r.out.empty());
+      continue;
+    }
+    const Run i = in_dir(".", env + "$FD info");
+    CHECK(has(i.out, "fast path: " + name + " kernels"));
+    CHECK(has(i.out, "by FLASHDEMO_FAST_LEVEL=" + name + "\n"));
+    const Run f = in_dir(".", env + "$FD forward --impl fast --n 77 --m 50 --d 24 --causal --json");
+    CHECK(f.code == 0);
+    CHECK(has(f.out, "\"pass\":true"));
+  }
+  const Run bad = in_dir(".", "FLASHDEMO_FAST_LEVEL=avx512 $FD softmax");
+  CHECK(bad.code == 2);
+  CHECK(bad.out.empty());
+  CHECK(lines(bad.err).size() == 1);
+  CHECK(has(bad.err, "FLASHDEMO_FAST_LEVEL=avx512: not a level this build has (it has "));
+  const Run zh = in_dir(".", "FLASHDEMO_FAST_LEVEL=avx512 $FD softmax --lang zh");
+  CHECK(zh.code == 2);
+  CHECK(has(zh.err, "本构建没有这一级"));
+}

@@ -1,11 +1,13 @@
 // test_fast.cpp — the fast CPU path against the fp64 reference (the 2x rule), over odd shapes,
-// both alignments, fully masked rows and several heads; its determinism.
+// both alignments, fully masked rows and several heads, with the kernels of every x86-64 level
+// that this CPU runs (levels.hpp); its determinism.
 #include <doctest/doctest.h>
 
 #include <initializer_list>
 
 #include "check.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
+#include "flashdemo/fast/levels.hpp"
 #include "flashdemo/io/random.hpp"
 
 using namespace fd;
@@ -33,9 +35,11 @@ Mat<T> head(const std::vector<T>& x, index_t h, index_t rows, index_t d) {
   return Eigen::Map<const Mat<T>>(x.data() + h * rows * d, rows, d);
 }
 
-}  // namespace
-
-TEST_CASE_TEMPLATE("fast forward and backward match the reference", T, float, double) {
+// Each build of the kernels that this CPU runs, chosen as FLASHDEMO_FAST_LEVEL would.
+template <class T>
+void check_cases_at(const fast::Level& level) {
+  INFO("kernels: " << level.name << " (" << level.kernels->isa << ")");
+  fast::use_level(&level);
   for (const FastCase& c : kFastCases) {
     for (bool causal : {false, true}) {
       for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
@@ -64,6 +68,20 @@ TEST_CASE_TEMPLATE("fast forward and backward match the reference", T, float, do
       }
     }
   }
+  fast::use_level(nullptr);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("fast forward and backward match the reference at every level this CPU runs", T,
+                   float, double) {
+  index_t checked = 0;
+  for (const fast::Level& level : fast::built_levels()) {
+    if (!fast::runs_here(level)) continue;
+    check_cases_at<T>(level);
+    ++checked;
+  }
+  CHECK(checked >= 1);  // the lowest level built runs on any CPU this binary starts on
 }
 
 // Every output is the same bits on a rerun and for any thread count: each query tile of the
@@ -104,57 +122,6 @@ TEST_CASE("fast forward and backward: bit-identical across reruns and thread cou
       CHECK(a[4] == other[4]);  // dV
     }
   }
-}
-
-static bool same(TileSizes a, TileSizes b) {
-  return a.Br == b.Br && a.Bc == b.Bc;
-}
-
-TEST_CASE(
-    "fast::tiles_for: the working set of a step in half of L2, enough tiles for the threads") {
-  const index_t MiB = index_t(1) << 20;
-  using fast::Pass;
-  // The working set of one step, in bytes.
-  auto bytes = [](Pass pass, TileSizes t, index_t d, index_t e) {
-    return (pass == Pass::fwd ? 2 * t.Bc * d + t.Br * t.Bc + 2 * t.Br * d
-                              : 5 * t.Bc * d + 2 * t.Br * t.Bc + 3 * t.Br * d) *
-           e;
-  };
-  for (index_t l2 : {MiB, 2 * MiB})
-    for (index_t d : {index_t(64), index_t(128), index_t(256)})
-      for (index_t e : {index_t(4), index_t(8)}) {
-        INFO("L2=" << l2 << " d=" << d << " bytes=" << e);
-        const fast::Shape s{1, 1, 8192, 8192, d};
-        const TileSizes f = fast::tiles_for(s, Pass::fwd, 1, e, l2),
-                        b = fast::tiles_for(s, Pass::bwd, 1, e, l2);
-        CHECK(f.Br == 128);
-        CHECK(b.Br == 128);
-        // The largest Bc of 256, 128, 64 (the backward: 128, 64) that fits, else 64.
-        for (Pass pass : {Pass::fwd, Pass::bwd}) {
-          const TileSizes t = pass == Pass::fwd ? f : b;
-          const index_t most = pass == Pass::fwd ? 256 : 128;
-          CHECK((t.Bc == most || t.Bc == 128 || t.Bc == 64));
-          CHECK((t.Bc == 64 || bytes(pass, t, d, e) <= l2 / 2));
-          CHECK((t.Bc == most || bytes(pass, TileSizes{t.Br, 2 * t.Bc}, d, e) > l2 / 2));
-        }
-        // The backward's tiles never depend on the threads: its sums are grouped by them.
-        for (index_t threads : {2, 16, 64})
-          CHECK(same(fast::tiles_for(s, Pass::bwd, threads, e, l2), b));
-      }
-  // d = 128 in fp32 on a 2 MiB L2: the forward keeps 256 keys a tile, the backward 128.
-  CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 128}, Pass::fwd, 2, 4, 2 * MiB),
-             TileSizes{128, 256}));
-  CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 128}, Pass::bwd, 2, 4, 2 * MiB),
-             TileSizes{128, 128}));
-  // The forward halves Br until every thread has two query tiles (32 rows at least).
-  CHECK(fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::fwd, 16, 4, MiB).Br == 128);
-  CHECK(fast::tiles_for({1, 1, 2048, 2048, 64}, Pass::fwd, 16, 4, MiB).Br == 64);
-  CHECK(fast::tiles_for({1, 2, 2048, 2048, 64}, Pass::fwd, 16, 4, MiB).Br == 128);
-  CHECK(fast::tiles_for({1, 1, 100, 100, 64}, Pass::fwd, 16, 4, MiB).Br == 32);
-  // Never larger than the problem; 0: an unknown L2, taken as 1 MiB.
-  CHECK(same(fast::tiles_for({1, 1, 5, 7, 64}, Pass::fwd, 1, 4, MiB), TileSizes{5, 7}));
-  CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::bwd, 1, 4, 0),
-             fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::bwd, 1, 4, MiB)));
 }
 
 // tiles_for lets the forward's Br follow the threads: its outputs must not depend on Br (each row

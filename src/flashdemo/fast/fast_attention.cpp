@@ -1,4 +1,6 @@
-// fast_attention.cpp — the fast CPU path (see fast_attention.hpp for the equations).
+// fast_attention.cpp — the fast CPU path (see fast_attention.hpp for the equations), built once
+// per x86-64 level in the level's namespace (kernels.hpp); its table `kernels` is what levels.cpp
+// calls.
 #include "flashdemo/fast/fast_attention.hpp"
 
 #include <omp.h>
@@ -15,12 +17,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "flashdemo/fast/kernels.hpp"
+#include "flashdemo/fast/level_namespace.hpp"
 #include "flashdemo/fast/tile_product.hpp"
 #include "flashdemo/fast/vector_exp.hpp"
 #include "flashdemo/host_device/online_softmax.hpp"
 #include "flashdemo/host_device/tile_math.hpp"
 
 namespace fd::fast {
+inline namespace FD_FAST_LEVEL {
 namespace {
 
 template <class T>
@@ -429,28 +434,6 @@ int thread_count(index_t threads) {
 
 }  // namespace
 
-TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_bytes,
-                    index_t l2_bytes) {
-  const index_t l2 = l2_bytes > 0 ? l2_bytes : index_t(1) << 20;
-  const index_t W = kSimdBytes / element_bytes, dp = (s.d + W - 1) / W * W, Br = 128;
-  auto bytes = [&](index_t Bc) {
-    const index_t entries = pass == Pass::fwd ? 2 * Bc * dp + Br * Bc + 2 * Br * dp
-                                              : 5 * Bc * dp + 2 * Br * Bc + 3 * Br * dp;
-    return entries * element_bytes;
-  };
-  index_t Bc = pass == Pass::fwd ? 256 : 128;
-  while (Bc > 64 && bytes(Bc) > l2 / 2) Bc /= 2;
-  index_t br = Br;
-  if (pass == Pass::fwd)
-    while (br > 32 && s.heads() * ceil_div(s.n, br) < 2 * threads) br /= 2;
-  return {std::max<index_t>(1, std::min(br, s.n)), std::max<index_t>(1, std::min(Bc, s.m))};
-}
-
-TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_bytes) {
-  static const index_t l2 = std::max<long>(0, sysconf(_SC_LEVEL2_CACHE_SIZE));
-  return tiles_for(s, pass, threads, element_bytes, l2);
-}
-
 // Heads in groups (group_size): the threads pack the group's K and V, then share its
 // (head, query tile) items, the last query tiles first: under a causal mask they see the most keys,
 // so the longest items start first and the short ones fill the tail.
@@ -551,14 +534,29 @@ void gemm(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* 
   }
 }
 
-#define FD_INSTANTIATE(T)                                                                     \
-  template void forward(const Shape&, const AttnParams&, const Options&, const T*, const T*,  \
-                        const T*, T*, T*, T*);                                                \
-  template void backward(const Shape&, const AttnParams&, const Options&, const T*, const T*, \
-                         const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*);   \
-  template void gemm(index_t, index_t, index_t, const T*, const T*, T*, index_t);
-FD_INSTANTIATE(float)
-FD_INSTANTIATE(double)
-#undef FD_INSTANTIATE
+// This level's table (kernels.hpp): the instructions it was compiled for and its entry points.
+constexpr const char* isa() {
+#if defined(__AVX512F__)
+  return "AVX-512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "AVX2, FMA";
+#elif defined(__AVX__)
+  return "AVX";
+#elif defined(__SSE4_2__)
+  return "SSE4.2";
+#else
+  return "SSE2";
+#endif
+}
 
+extern const Kernels kernels = {
+    isa(),
+    kSimdBytes,
+    kBlockRows,
+    kBlockVectors,
+    {&forward<float>, &backward<float>, &gemm<float>},
+    {&forward<double>, &backward<double>, &gemm<double>},
+};
+
+}  // namespace FD_FAST_LEVEL
 }  // namespace fd::fast

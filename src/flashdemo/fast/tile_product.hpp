@@ -15,9 +15,11 @@
 #include <cstring>
 #include <utility>
 
+#include "flashdemo/fast/level_namespace.hpp"
 #include "flashdemo/params.hpp"
 
 namespace fd::fast {
+inline namespace FD_FAST_LEVEL {
 
 #if defined(__AVX512F__)
 constexpr int kSimdBytes = 64, kBlockRows = 6, kBlockVectors = 4;
@@ -105,4 +107,5 @@ void tile_product(index_t rows, index_t N, index_t K, const T* A, const T* B, T*
   }
 }
 
+}  // namespace FD_FAST_LEVEL
 }  // namespace fd::fast

@@ -19,6 +19,7 @@
 #include "flashdemo/fast/tile_product.hpp"
 
 namespace fd::fast {
+inline namespace FD_FAST_LEVEL {
 
 inline Simd<float>::V exp_vector(Simd<float>::V x) {
   using VF = Simd<float>::V;
@@ -49,4 +50,5 @@ inline Simd<float>::V exp_vector(Simd<float>::V x) {
   return out;
 }
 
+}  // namespace FD_FAST_LEVEL
 }  // namespace fd::fast

@@ -102,7 +102,7 @@ long double exp(long double x) {
   return std::ldexp(p, int(k));                                       // 2^k exp(r)
 }
 
-double exp(double x) {
+FD_FMA_CLONES double exp(double x) {
   double out;
   if (exp_outside(x, 709.8, -746.0, &out)) return out;
   const double k = round_near(x * 0x1.71547652B82FEp0);  // round(x log2 e)
@@ -124,7 +124,7 @@ long double log(long double x) {
   return E * kLn2HiLd + (E * kLn2LoLd + 2 * s * t);  // e ln 2 + 2 atanh(s)
 }
 
-double log(double x) {
+FD_FMA_CLONES double log(double x) {
   double out;
   if (log_outside(x, &out)) return out;
   int e = 0;
@@ -140,7 +140,7 @@ double log(double x) {
 // each of the first two is exact for |q| < 2^20):
 //   sin(r) = sum_j (-1)^j r^(2j+1) / (2j+1)!,  cos(r) = sum_j (-1)^j r^(2j) / (2j)!   (j <= 8)
 //   sin(x), cos(x) = (s, c), (c, -s), (-s, -c), (-c, s) for q mod 4 = 0, 1, 2, 3
-SinCos sincos(double x) {
+FD_FMA_CLONES SinCos sincos(double x) {
   if (!std::isfinite(x) || std::abs(x) > 0x1p19) return {std::sin(x), std::cos(x)};
   const double q = round_near(x * 0x1.45F306DC9C883p-1);  // round(x 2/pi)
   const double r =

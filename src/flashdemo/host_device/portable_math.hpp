@@ -17,6 +17,19 @@
 // last place in double (tests/host_device/test_portable_math.cpp measures both).
 #pragma once
 
+// A CPU function whose loops are fmadds, compiled twice where the build targets an x86-64 without
+// FMA (the default, portable build): as it is, and for CPUs with FMA; the program picks the one
+// the CPU runs as it loads (target_clones). In the first, fmadd is a call to the C library's fma
+// for each term, which made the reference's products and the teaching path 4x slower; in the
+// second, the instruction. The bits are the same: fma rounds once either way. GCC only (clang 14
+// clones no function template).
+#if defined(__x86_64__) && !defined(__FMA__) && !defined(__CUDACC__) && defined(__ELF__) && \
+    defined(__GNUC__) && !defined(__clang__)
+#define FD_FMA_CLONES __attribute__((target_clones("default", "fma")))
+#else
+#define FD_FMA_CLONES
+#endif
+
 namespace fd::portable {
 
 long double exp(long double x);

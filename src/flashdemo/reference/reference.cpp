@@ -19,7 +19,7 @@ namespace {
 // not once per term (the same operations in the same order: the same bits; for long double, x87
 // code with no SIMD, it is what makes the wider reference affordable).
 template <class T>
-Mat<T> product(const Mat<T>& A, const Mat<T>& B) {
+FD_FMA_CLONES Mat<T> product(const Mat<T>& A, const Mat<T>& B) {
   Mat<T> C = Mat<T>::Zero(A.rows(), B.cols());
   const index_t cols = B.cols();
   std::vector<index_t> ks(std::size_t(A.cols()));
@@ -47,7 +47,7 @@ Mat<T> product(const Mat<T>& A, const Mat<T>& B) {
 
 // Row sums of X * Y (elementwise), each summed left to right.
 template <class T>
-Vec<T> rowsum_product(const Mat<T>& X, const Mat<T>& Y) {
+FD_FMA_CLONES Vec<T> rowsum_product(const Mat<T>& X, const Mat<T>& Y) {
   Vec<T> out(X.rows());
   for (index_t r = 0; r < X.rows(); ++r) {
     T sum = T(0);

@@ -37,8 +37,9 @@ void record_row(BackwardTileEvent& e, const BackwardRow<T>& row, const std::vect
 
 // Tile (i, j): every row of Q_i adds its part to dQ_i, dK_j and dV_j.
 template <class T>
-void backward_tile(const BackwardProblem<T>& p, index_t i, index_t j, BackwardResult<T>& g,
-                   std::vector<T>& P, std::vector<T>& dS, TraceSink* sink) {
+FD_FMA_CLONES void backward_tile(const BackwardProblem<T>& p, index_t i, index_t j,
+                                 BackwardResult<T>& g, std::vector<T>& P, std::vector<T>& dS,
+                                 TraceSink* sink) {
   const Range rows = p.tiling.rows(i), cols = p.tiling.cols(j);
   const index_t d = p.Q.cols();
   BackwardTileEvent e{i, j, rows, cols, p.tiling.classify(p.mask, i, j), {}, {}, {}, {}, {}, {}};

@@ -51,8 +51,9 @@ TileEvent tile_event(index_t i, index_t j, const Tiling& t, TileKind kind, index
 
 // One tile (i, j): every row of Q_i folds S_ij into its (m, l) and its row of O_i.
 template <class T>
-void forward_tile(const ForwardProblem<T>& p, index_t i, index_t j, std::vector<RowState<T>>& st,
-                  Mat<T>& Oi, std::vector<T>& s, TraceSink* sink) {
+FD_FMA_CLONES void forward_tile(const ForwardProblem<T>& p, index_t i, index_t j,
+                                std::vector<RowState<T>>& st, Mat<T>& Oi, std::vector<T>& s,
+                                TraceSink* sink) {
   const Range rows = p.tiling.rows(i), cols = p.tiling.cols(j);
   const index_t d = p.Q.cols();
   TileEvent e;
