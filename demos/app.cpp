@@ -31,7 +31,6 @@
 #include "cli_tools.hpp"
 #include "common.hpp"
 #include "decode.hpp"
-#include "flashdemo/fast/levels.hpp"
 #include "flashdemo/io/file_io.hpp"
 #include "flashdemo/io/npy.hpp"
 #include "forward.hpp"
@@ -342,23 +341,6 @@ std::shared_ptr<CLI::Formatter> help_formatter() {
   return formatter;
 }
 
-// FLASHDEMO_FAST_LEVEL that names no level of this build, or one the CPU lacks: the error's line
-// ("" when it is unset or fine).
-std::string level_setting_error() {
-  const fd::fast::LevelSetting set = fd::fast::level_setting();
-  const std::string built = fd::fast::built_level_names();
-  switch (set.problem) {
-    case fd::fast::LevelSetting::Problem::unknown_name:
-      return tr(Msg::err_level_unknown, fd::fast::kLevelVariable, set.value, built);
-    case fd::fast::LevelSetting::Problem::not_on_this_cpu:
-      return tr(Msg::err_level_cpu, fd::fast::kLevelVariable, set.value,
-                fd::fast::level_name(std::max(1, fd::fast::cpu_level())));
-    case fd::fast::LevelSetting::Problem::none:
-      break;
-  }
-  return "";
-}
-
 int parse_and_run(int argc, char** argv) {
   fd::ui::settings() = fd::ui::Settings{};  // a fresh start for every run, not only the first
   fd::ui::set_lang(fd::ui::detect_lang(argc, argv));
@@ -402,7 +384,6 @@ int parse_and_run(int argc, char** argv) {
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=')
       return usage_error(tr(Msg::err_empty_value, a.substr(0, a.size() - 1)));
   }
-  if (const std::string why = level_setting_error(); !why.empty()) return usage_error(why);
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
   if (argv[1][0] != '-' && !known) return usage_error(unknown_subcommand(app, argv[1]));

@@ -260,6 +260,7 @@ void LoadedArrays::select(index_t k) {
 LoadedArrays validate_run(AttentionOptions& o, Subcommand which) {
   settle_dtype(o);
   require_device(o, which);
+  if (o.impl == Impl::fast) require_fast_level();
   LoadedArrays files = prepare_inputs(o);
   if (o.inputs_read) require_device_d(o, which);
   if (which == Subcommand::forward && o.show_p >= o.n)

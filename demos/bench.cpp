@@ -218,6 +218,7 @@ void check_impl(const BenchOptions& o) {
       (o.impl() == Impl::fast || o.yardstick() == Yardstick::gemm ||
        (o.yardstick() == Yardstick::reference && o.pass == bench::Pass::bwd)))
     throw Error(kUsage, ui::tr(Msg::bench_err_dtype, o.impl_name(), "fp32 or fp64"));
+  if (o.impl() == Impl::fast || o.yardstick() == Yardstick::gemm) require_fast_level();
   if (o.deterministic && o.device != Device::cuda)  // it would change nothing there
     throw Error(kUsage, ui::tr(Msg::err_deterministic_cpu));
   if (o.device != Device::cuda) return;

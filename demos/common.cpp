@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "flashdemo/fast/levels.hpp"
 #include "flashdemo/io/file_io.hpp"
 #include "flashdemo/io/random.hpp"
 #include "ui/file_errors.hpp"
@@ -256,6 +257,20 @@ void ensure_threads(index_t threads, const char* option) {
                        is_errno ? ui::errno_text(code.value()) : code.message(), limit, option));
   }
   for (std::thread& t : started) t.join();
+}
+
+void require_fast_level() {
+  const fast::LevelSetting set = fast::level_setting();
+  switch (set.problem) {
+    case fast::LevelSetting::Problem::unknown_name:
+      throw Error(kUsage, ui::tr(ui::Msg::err_level_unknown, fast::kLevelVariable, set.value,
+                                 fast::built_level_names()));
+    case fast::LevelSetting::Problem::not_on_this_cpu:
+      throw Error(kUsage, ui::tr(ui::Msg::err_level_cpu, fast::kLevelVariable, set.value,
+                                 fast::level_name(std::max(1, fast::cpu_level()))));
+    case fast::LevelSetting::Problem::none:
+      break;
+  }
 }
 
 double memory_available() {

@@ -154,6 +154,10 @@ std::vector<std::string> split_commas(const std::string& text);
 // Refuses (exit kTooLarge) a run on `threads` threads when the system lets this process start
 // fewer (ulimit -u, ulimit -v, named in the message): OpenMP would print its own lines and exit.
 void ensure_threads(index_t threads, const char* option = "--threads");
+
+// A run of the fast path: exit 2 in one line when FLASHDEMO_FAST_LEVEL names no level of this
+// build, or one this CPU lacks (the other subcommands ignore the variable).
+void require_fast_level();
 // The limit that keeps a thread from starting, in words: ulimit -v when the address space left
 // cannot hold another thread's stack, else ulimit -u when it is set, else the system's.
 std::string thread_limit();

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "common.hpp"
 #include "cuda/host/cuda_api.hpp"
 #include "device.hpp"
 #include "flashdemo/fast/levels.hpp"
@@ -41,12 +42,14 @@ void say_fast_level() {
   const fast::LevelSetting set = fast::level_setting();
   const std::string built = fast::built_level_names();
   const std::string why =
-      set.value.empty() ? ui::tr(Msg::info_fast_auto, built)
-                        : ui::tr(Msg::info_fast_forced, built, fast::kLevelVariable, set.value);
+      l.number == 0       ? ui::tr(Msg::info_fast_single, l.name)
+      : set.value.empty() ? ui::tr(Msg::info_fast_auto, built)
+                          : ui::tr(Msg::info_fast_forced, built, fast::kLevelVariable, set.value);
   ui::result(Msg::info_fast, l.name, k.isa, k.simd_bytes / 4, k.block_rows, k.block_vectors, why);
 }
 
 void run_info() {
+  require_fast_level();  // it says which kernels run: not with a setting that cannot hold
   const cuda::GpuInfo g = cuda::gpu_info();
   const unsigned threads = std::thread::hardware_concurrency();
   Recording rec(TraceFiles{}, "flashdemo info");

@@ -26,15 +26,16 @@ TEST_CASE("info in Chinese: every line it prints is translated, the reason for n
 }
 
 // The fast path's kernels: info names the build that runs and why; FLASHDEMO_FAST_LEVEL chooses
-// each level this CPU runs (forward --impl fast passes with it), and a name that is no level is
-// one line and exit 2, before anything runs.
+// each level this CPU runs (forward --impl fast passes with it); a name that is no level, or a
+// level above the CPU's, is one line and exit 2 from a run of the fast path and from info.
 TEST_CASE("info names the fast path's kernels; FLASHDEMO_FAST_LEVEL chooses them") {
-  const Run plain = run("info");
-  CHECK(has(plain.out, "fast path: x86-64"));
-  CHECK(has(plain.out, "the highest this CPU runs"));
-  CHECK(has(run("info --help").out, "FLASHDEMO_FAST_LEVEL=x86-64-v3 flashdemo info"));
   const auto info = json_lines(run("info --json").out);
   REQUIRE(info.size() == 1);
+  const Run plain = run("info");
+  CHECK(has(plain.out, "fast path: " + info[0]["fast_level"].get<std::string>() + " kernels ("));
+  CHECK(has(plain.out, info[0]["fast_levels_built"] == "native" ? "the one build of them"
+                                                                : "the highest this CPU runs"));
+  CHECK(has(run("info --help").out, "FLASHDEMO_FAST_LEVEL=x86-64-v3 flashdemo info"));
   const int cpu = info[0]["cpu_level"].get<int>();
   const std::string built = info[0]["fast_levels_built"].get<std::string>();
   for (int level = 1; level <= 4; ++level) {
@@ -56,12 +57,19 @@ TEST_CASE("info names the fast path's kernels; FLASHDEMO_FAST_LEVEL chooses them
     CHECK(f.code == 0);
     CHECK(has(f.out, "\"pass\":true"));
   }
-  const Run bad = in_dir(".", "FLASHDEMO_FAST_LEVEL=avx512 $FD softmax");
-  CHECK(bad.code == 2);
-  CHECK(bad.out.empty());
-  CHECK(lines(bad.err).size() == 1);
-  CHECK(has(bad.err, "FLASHDEMO_FAST_LEVEL=avx512: not a level this build has (it has "));
-  const Run zh = in_dir(".", "FLASHDEMO_FAST_LEVEL=avx512 $FD softmax --lang zh");
+  // A name that is no level: every run of the fast path (and info) refuses it, nothing else does.
+  for (const char* cmd : {"forward --impl fast --n 8 --d 4", "backward --impl fast --n 8 --d 4",
+                          "bench --impl fast --n 64", "bench --impl gemm --n 64", "info"}) {
+    INFO(cmd);
+    const Run bad = in_dir(".", std::string("FLASHDEMO_FAST_LEVEL=avx512 $FD ") + cmd);
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(lines(bad.err).size() == 1);
+    CHECK(has(bad.err, "FLASHDEMO_FAST_LEVEL=avx512: not a level this build has (it has "));
+  }
+  for (const char* cmd : {"softmax", "forward --n 8 --d 4", "--help", "--version"})
+    CHECK(in_dir(".", std::string("FLASHDEMO_FAST_LEVEL=avx512 $FD ") + cmd).code == 0);
+  const Run zh = in_dir(".", "FLASHDEMO_FAST_LEVEL=avx512 $FD forward --impl fast --lang zh");
   CHECK(zh.code == 2);
   CHECK(has(zh.err, "本构建没有这一级"));
 }

@@ -39,7 +39,10 @@ Mat<T> head(const std::vector<T>& x, index_t h, index_t rows, index_t d) {
 template <class T>
 void check_cases_at(const fast::Level& level) {
   INFO("kernels: " << level.name << " (" << level.kernels->isa << ")");
-  fast::use_level(&level);
+  struct Chosen {  // back to the automatic choice however the case ends
+    explicit Chosen(const fast::Level& l) { fast::use_level(&l); }
+    ~Chosen() { fast::use_level(nullptr); }
+  } chosen(level);
   for (const FastCase& c : kFastCases) {
     for (bool causal : {false, true}) {
       for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
@@ -68,7 +71,6 @@ void check_cases_at(const fast::Level& level) {
       }
     }
   }
-  fast::use_level(nullptr);
 }
 
 }  // namespace

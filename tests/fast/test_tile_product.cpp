@@ -1,18 +1,20 @@
-// test_tile_product.cpp — the register-blocked product against a double triple loop: every
-// edge block (rows and vectors short of a full block), both strides of A (A and A^T), C = and +=.
+// test_tile_product.cpp — the register-blocked product against a double triple loop, in the
+// build of every x86-64 level this CPU runs (through its kernels' table, kernels.hpp): every edge
+// block (rows and vectors short of a full block), both strides of A (A and A^T), C = and +=.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "flashdemo/fast/tile_product.hpp"
+#include "flashdemo/fast/levels.hpp"
 #include "flashdemo/io/random.hpp"
 
 using namespace fd;
-using fast::Simd;
+namespace {
 
-TEST_CASE_TEMPLATE("tile_product matches the definition", T, float, double) {
-  const index_t W = Simd<T>::W;
+template <class T>
+void check_products(const fast::Kernels& kernels) {
+  const index_t W = kernels.simd_bytes / index_t(sizeof(T));
   TorchGenerator gen(9);
   for (index_t rows : {1, 5, 6, 7, 13, 31})
     for (index_t N : {W, 2 * W, 3 * W, 4 * W, 5 * W, 9 * W})
@@ -29,10 +31,9 @@ TEST_CASE_TEMPLATE("tile_product matches the definition", T, float, double) {
             for (index_t r = 0; r < rows; ++r)
               for (index_t k = 0; k < K; ++k)
                 At[std::size_t(k * rows + r)] = A[std::size_t(r * K + k)];
-            const fast::Strides s =
-                transposed ? fast::Strides{1, rows, N, N} : fast::Strides{K, 1, N, N};
-            fast::tile_product<T>(rows, N, K, transposed ? At.data() : A.data(), B.data(), C.data(),
-                                  s, accumulate);
+            kernels.of<T>().product(rows, N, K, transposed ? At.data() : A.data(),
+                                    transposed ? 1 : K, transposed ? rows : 1, B.data(), N,
+                                    C.data(), N, accumulate);
             double worst = 0;
             for (index_t r = 0; r < rows; ++r)
               for (index_t x = 0; x < N; ++x) {
@@ -50,4 +51,14 @@ TEST_CASE_TEMPLATE("tile_product matches the definition", T, float, double) {
               }
             CHECK(worst <= 1.0);
           }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("tile_product matches the definition", T, float, double) {
+  for (const fast::Level& l : fast::built_levels()) {
+    if (!fast::runs_here(l)) continue;
+    INFO("kernels: " << l.name << " (" << l.kernels->isa << ")");
+    check_products<T>(*l.kernels);
+  }
 }

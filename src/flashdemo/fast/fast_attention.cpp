@@ -534,6 +534,22 @@ void gemm(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* 
   }
 }
 
+namespace {
+
+// The building blocks as the table gives them to their tests.
+void exp_floats(const float* x, float* out, index_t count) {
+  using S = Simd<float>;
+  for (index_t k = 0; k < count; k += S::W) S::store(out + k, exp_vector(S::load(x + k)));
+}
+
+template <class T>
+void product(index_t rows, index_t N, index_t K, const T* A, index_t a_row, index_t a_inner,
+             const T* B, index_t ldb, T* C, index_t ldc, bool accumulate) {
+  tile_product<T>(rows, N, K, A, B, C, Strides{a_row, a_inner, ldb, ldc}, accumulate);
+}
+
+}  // namespace
+
 // This level's table (kernels.hpp): the instructions it was compiled for and its entry points.
 constexpr const char* isa() {
 #if defined(__AVX512F__)
@@ -544,8 +560,10 @@ constexpr const char* isa() {
   return "AVX";
 #elif defined(__SSE4_2__)
   return "SSE4.2";
-#else
+#elif defined(__SSE2__)
   return "SSE2";
+#else
+  return "the compiler's vectors";
 #endif
 }
 
@@ -554,8 +572,9 @@ extern const Kernels kernels = {
     kSimdBytes,
     kBlockRows,
     kBlockVectors,
-    {&forward<float>, &backward<float>, &gemm<float>},
-    {&forward<double>, &backward<double>, &gemm<double>},
+    {&forward<float>, &backward<float>, &gemm<float>, &product<float>},
+    {&forward<double>, &backward<double>, &gemm<double>, &product<double>},
+    &exp_floats,
 };
 
 }  // namespace FD_FAST_LEVEL

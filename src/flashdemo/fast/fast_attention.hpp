@@ -29,7 +29,8 @@
 //                                                   dO_i, dQ_i
 // then the forward halves Br (down to 32) while heads x query tiles give fewer than 2 tiles per
 // thread (its bits do not depend on Br: every row is computed alone); the backward's tiles come
-// from the shape and the cache alone (its sums are grouped by them). Measured on the H200 host's
+// from the shape, the cache and the kernels' vector width alone, never the threads (its sums are
+// grouped by them). Measured on the H200 host's
 // Xeon (docs/performance.md): 128 x 256 beat 256 x 256 in the forward (more query tiles to
 // share, causal ones uneven) and 128 x 128 beat 128 x 256 and 256 x 256 in the backward.
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).

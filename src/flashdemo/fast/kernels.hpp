@@ -22,15 +22,20 @@ struct KernelsOf {
                    T* dV, T* D);
   void (*gemm)(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* C,
                index_t threads);
+  // tile_product.hpp's C = A B (or +=), A(r, k) = A[r a_row + k a_inner], for its tests
+  void (*product)(index_t rows, index_t N, index_t K, const T* A, index_t a_row, index_t a_inner,
+                  const T* B, index_t ldb, T* C, index_t ldc, bool accumulate);
 };
 
 struct Kernels {
-  const char* isa;    // the vector instructions it uses: "AVX-512", "AVX2 and FMA", "SSE2", ...
+  const char* isa;    // the vector instructions it uses: "AVX-512", "AVX2, FMA", "SSE2", ...
   int simd_bytes;     // one vector register
   int block_rows;     // R of the register block (tile_product.hpp)
   int block_vectors;  // NB of the register block
   KernelsOf<float> f32;
   KernelsOf<double> f64;
+  // vector_exp.hpp's exp on count floats (a whole number of vectors), for its tests
+  void (*exp_floats)(const float* x, float* out, index_t count);
 
   template <class T>
   const KernelsOf<T>& of() const {

@@ -81,9 +81,9 @@ const char* setting_value() {
 const Level& chosen_level() {
   if (level_setting().problem == LevelSetting::Problem::none)
     if (const char* v = setting_value()) return *find_level(v);
-  const Level* best = &kBuilt[0];
+  const Level* best = &kBuilt[0];  // the lowest: CMake checks that it runs where the binary does
   for (const Level& l : kBuilt)
-    if (runs_here(l)) best = &l;
+    if (runs_here(l) && l.number > best->number) best = &l;
   return *best;
 }
 
