@@ -84,11 +84,28 @@ T exp_row(T* S, index_t keep, index_t cols, T shift, T lo = T(0)) {
 //   S = scale S on the `keep` visible keys (the scale rounds once, as in the reference), P = 0 on
 //   the rest;  m_new = max(m, rowmax S);  P = exp(S - m_new);  returns rowsum P and sets m to
 //   m_new, alpha to exp(m_old - m_new) (0 while m_old = -inf).
+// S = scale S on S[0, keep) and its max, in one pass over the row (-inf for keep = 0).
+template <class T>
+T scale_and_max(T* S, index_t keep, T scale) {
+  using V = typename Simd<T>::V;
+  const index_t W = Simd<T>::W;
+  V top = V{} + neg_inf<T>();
+  index_t k = 0;
+  for (; k + W <= keep; k += W) {
+    const V s = Simd<T>::load(S + k) * scale;
+    Simd<T>::store(S + k, s);
+    top = top > s ? top : s;
+  }
+  T out = neg_inf<T>();
+  for (index_t x = 0; x < W; ++x) out = std::max(out, top[x]);
+  for (; k < keep; ++k) out = std::max(out, S[k] *= scale);
+  return out;
+}
+
 template <class T>
 T softmax_row(T* S, index_t keep, index_t cols, T scale, T& m, T& alpha) {
-  Row<T> visible(S, keep);
-  visible *= scale;
-  const T m_new = keep > 0 ? std::max(m, visible.maxCoeff()) : m;
+  const T row_max = scale_and_max(S, keep, scale);
+  const T m_new = keep > 0 ? std::max(m, row_max) : m;
   // A row still at -inf (fully masked so far) is shifted by 0: exp(-inf) = 0, never NaN.
   const T shift = m_new == neg_inf<T>() ? T(0) : m_new;
   alpha = std::exp(m - shift);
