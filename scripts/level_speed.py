@@ -21,11 +21,17 @@ import subprocess
 import sys
 
 
-def bench(exe, level, args, stat):
+def env_with(level):
+    """The environment with FLASHDEMO_FAST_LEVEL set to level, or unset for None."""
     env = dict(os.environ)
     env.pop("FLASHDEMO_FAST_LEVEL", None)
     if level:
         env["FLASHDEMO_FAST_LEVEL"] = level
+    return env
+
+
+def bench(exe, level, args, stat):
+    env = env_with(level)
     cmd = [exe, "bench", "--impl", "fast", "--dtype", "fp32", "--json"] + args
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     rows = [json.loads(l) for l in run.stdout.splitlines() if l.startswith("{")]
@@ -36,11 +42,8 @@ def bench(exe, level, args, stat):
 
 
 def level_of(exe, forced):
-    env = dict(os.environ)
-    env.pop("FLASHDEMO_FAST_LEVEL", None)
-    if forced:
-        env["FLASHDEMO_FAST_LEVEL"] = forced
-    out = subprocess.run([exe, "info", "--json"], capture_output=True, text=True, env=env).stdout
+    out = subprocess.run([exe, "info", "--json"], capture_output=True, text=True,
+                         env=env_with(forced)).stdout
     return json.loads(out.splitlines()[-1])["fast_level"]
 
 

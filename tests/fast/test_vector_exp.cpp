@@ -23,10 +23,9 @@ float exp_at(const fast::Kernels& k, float x) {
 
 template <class F>
 void at_every_level(F check) {
-  for (const fast::Level& l : fast::built_levels()) {
-    if (!fast::runs_here(l)) continue;
-    INFO("kernels: " << l.name << " (" << l.kernels->isa << ")");
-    check(*l.kernels);
+  for (const fast::Level* l : fast::levels_here()) {
+    INFO("kernels: " << l->name << " (" << l->kernels->isa << ")");
+    check(*l->kernels);
   }
 }
 

@@ -81,10 +81,7 @@ const char* setting_value() {
 const Level& chosen_level() {
   if (level_setting().problem == LevelSetting::Problem::none)
     if (const char* v = setting_value()) return *find_level(v);
-  const Level* best = &kBuilt[0];  // the lowest: CMake checks that it runs where the binary does
-  for (const Level& l : kBuilt)
-    if (runs_here(l) && l.number > best->number) best = &l;
-  return *best;
+  return *levels_here().back();
 }
 
 std::atomic<const Level*> forced{nullptr};
@@ -113,6 +110,14 @@ int cpu_level() {
 
 bool runs_here(const Level& level) {
   return level.number <= cpu_level();
+}
+
+std::vector<const Level*> levels_here() {
+  std::vector<const Level*> out;
+  for (const Level& l : kBuilt)
+    if (runs_here(l)) out.push_back(&l);
+  if (out.empty()) out.push_back(&kBuilt[0]);  // (only if CMake's check of the lowest was bypassed)
+  return out;
 }
 
 const Level& active_level() {

@@ -12,6 +12,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "flashdemo/fast/kernels.hpp"
 
@@ -33,6 +34,10 @@ std::string level_name(int number);
 // This CPU's level: 1 to 4 (0 on a CPU that is not x86-64).
 int cpu_level();
 bool runs_here(const Level& level);
+
+// The built levels this CPU runs, lowest first (never empty: CMake builds one that runs wherever
+// the binary does).
+std::vector<const Level*> levels_here();
 
 // The level the fast path uses now (above), and an override for tests (nullptr: back to the
 // automatic choice). The level must run here.
