@@ -144,6 +144,13 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
         default:
           break;
       }
+      if constexpr (hopper_bwd_pipelines(kD, kBr)) {  // the pipeline across tiles
+        constexpr int Next = kBwdOverlapNext;
+        if (steps.bwd_overlap == Next)
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, Next>, bytes);
+        if (steps.bwd_overlap == (P | Next))
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, P | Next>, bytes);
+      }
       // the other cut at Br = 64, d = 128: by keys (twice the reduce traffic, no meeting)
       if constexpr (kD == 128 && kBr == 64)
         if (steps.dq_by_columns == 0)

@@ -60,7 +60,11 @@ inline constexpr int kHopperBwdBc = 128;
 //   kBwdOverlapP   S^T and dP^T committed as two groups: P^T = exp2(..) computed while the
 //                  tensor cores still compute dP^T
 //   kBwdOverlapDq  dQ's block issued before dK += dS^T Q_i: dQ staged and sent while dK runs
-inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2;
+//   kBwdOverlapNext  S^T and dP^T of tile i + 1 issued behind tile i's dV, dK and dQ blocks, so
+//                  that the tensor cores have the next products queued while tile i's dQ is
+//                  staged and sent (a software pipeline across tiles; dQ cut by keys only, where
+//                  the registers hold both tiles' accumulators: 192 of 240 at d = 64)
+inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2, kBwdOverlapNext = 4;
 
 // How dQ_i's share of key tile j, dS K_j (Br x d), is cut between the two consumer warpgroups
 // into 64 x 64 blocks (one wgmma accumulator each):
@@ -74,7 +78,8 @@ enum class DqCut { columns, rows, keys };
 // The rung's tiles at each d, chosen by measurement (docs/gpu-ladder.md): Br = 64 query rows a
 // step (128 at d = 64, dQ then cut by rows, measured 0.85x to 0.89x: its consumers spill; d = 128
 // has no room for it), the cut, and the overlaps (both at d = 128; at d = 64, where dQ is cut by
-// keys, issuing dQ first lost 3 %). kStages: Q_i, dO_i stages in flight (a third, where d = 64
+// keys, issuing dQ first lost 3 %; the pipeline across tiles, kBwdOverlapNext, lost 7 to 10 %).
+// kStages: Q_i, dO_i stages in flight (a third, where d = 64
 // left room, measured no faster).
 template <int kD>
 struct HopperBwdTiles {
@@ -83,6 +88,10 @@ struct HopperBwdTiles {
 };
 constexpr DqCut hopper_bwd_cut(int d, int Br) {
   return Br == 128 ? DqCut::rows : d == 128 ? DqCut::columns : DqCut::keys;
+}
+// Whether the pipeline across tiles fits: dQ cut by keys into one 64 x 64 block a warpgroup.
+constexpr bool hopper_bwd_pipelines(int d, int Br) {
+  return hopper_bwd_cut(d, Br) == DqCut::keys && d == 64 && Br == 64;
 }
 constexpr int hopper_bwd_overlap(int d, int Br) {
   return d == 128 || Br == 128 ? kBwdOverlapP | kBwdOverlapDq : kBwdOverlapP;
@@ -124,8 +133,11 @@ struct HopperBwdSmem {
 
 // The fp32 values a consumer thread holds at once: dK, dV, and S^T with dP^T; then dK, dV, P^T
 // and dS^T as A fragments, and dQ's block (64 x 64, or 64 x d at d = 64).
-constexpr int hopper_bwd_consumer_registers(int d, int Br) {
-  const int first = d / 2 + d / 2 + Br / 2 + Br / 2, then = d + Br / 4 + Br / 4 + 32;
+// With the pipeline across tiles (kBwdOverlapNext), S^T and dP^T of the next tile are held
+// beside P^T, dS^T and dQ's block.
+constexpr int hopper_bwd_consumer_registers(int d, int Br, bool next = false) {
+  const int first = d / 2 + d / 2 + Br / 2 + Br / 2;
+  const int then = d + Br / 4 + Br / 4 + 32 + (next ? Br : 0);
   return first > then ? first : then;
 }
 
@@ -309,12 +321,19 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                       const __grid_constant__ CUtensorMap tmdQ, const HopperBwdArgs<E> a) {
   constexpr bool kAtomicDq = kDq != DqWay::separate;
   constexpr bool kOverlapP = kOverlap & kBwdOverlapP,
-                 kDqFirst = kAtomicDq && (kOverlap & kBwdOverlapDq);
+                 kDqFirst = kAtomicDq && (kOverlap & kBwdOverlapDq),
+                 kNext = kOverlap & kBwdOverlapNext;
+  constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmem<kD, kBr, kCut>;
   static_assert(kCut != DqCut::columns || kD == 128, "dQ cut by columns: two blocks of 64");
   static_assert(kCut != DqCut::rows || kBr == 128, "dQ cut by rows: two blocks of 64");
   constexpr bool kMeet = kCut != DqCut::keys;  // both warpgroups' dS^T read by each
+  static_assert(
+      !kNext || (!kDqFirst && (!kAtomicDq || (!kMeet && L::kDqBlocks == 1)) &&
+                 hopper_bwd_consumer_registers(kD, kBr, true) <= kHopperConsumerRegisters),
+      "the pipeline across tiles: one dQ block of the warpgroup's own keys, issued "
+      "after dK, and registers for two tiles' products");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -372,33 +391,76 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   hopper_ptx::setmaxnreg_inc<kHopperConsumerRegisters>();
   const int c = wg - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, key_row = c * 64 + w * 16 + g;  // keys key_row (+ 8)
+  const bool issuer = threadIdx.x % 128 == 0;             // issues the warpgroup's bulk copies
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
-  if (i0 < Tr) hopper_ptx::mbarrier_wait(full_kv, 0);
-  for (index_t i = i0; i < Tr; ++i) {
-    const index_t u = i - i0, q0 = i * Br;
+  // S^T = K_j Q_i^T and dP^T = V_j dO_i^T of query tile i, once its stage is full: one commit
+  // group, or kScoreGroups = 2 with the P overlap.
+  const auto issue_scores = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
+    const index_t u = i - i0;
     const int s = int(u % kStages);
-    const E* Qi = sQ + s * Br * kD;
-    const E* dOi = sdO + s * Br * kD;
-    const float2* LDi = sLD + s * Br;
     hopper_ptx::mbarrier_wait(full + s, unsigned((u / kStages) & 1));
-
-    float st[Br / 8][4], dpt[Br / 8][4];  // S^T then P^T; dP^T then dS^T
     hopper_ptx::wgmma_fence();
-    issue_rows_by_rows<E, kD, Br>(st, sK, Qi, c);
+    issue_rows_by_rows<E, kD, Br>(st, sK, sQ + s * Br * kD, c);
     if constexpr (kOverlapP) hopper_ptx::wgmma_commit();
-    issue_rows_by_rows<E, kD, Br>(dpt, sV, dOi, c);
+    issue_rows_by_rows<E, kD, Br>(dpt, sV, sdO + s * Br * kD, c);
     hopper_ptx::wgmma_commit();
+  };
+  // dQ's block (rows q0 + r0.., columns c0..) of dS K_j, times scale, added into dQ: by atomics,
+  // or staged (once every thread knows the staging is free) and reduced by the copy engine.
+  const auto send_dq = [&](const float(&dq)[64 / 8][4], index_t q0, int r0, int c0, int blk) {
+    if constexpr (kDq == DqWay::atomics) {
+      write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
+    } else {
+      float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
+      if (blk == 0) hopper_ptx::named_barrier_sync(3 + c, 128);
+      stage_dq(mine, dq, a.scale);
+      hopper_ptx::fence_proxy_async();
+      hopper_ptx::named_barrier_sync(3 + c, 128);
+      if (issuer) {
+        for (int h = 0; h < 2; ++h)
+          hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0 + r0), int(head),
+                                        mine + h * 64 * 32);
+        hopper_ptx::bulk_commit();
+      }
+    }
+  };
+  // This warpgroup's dS^T (or both warpgroups', kMeet) in shared memory for dQ's wgmma, and the
+  // staging free again.
+  const auto dst_in_place = [&] {
+    hopper_ptx::fence_proxy_async();
+    if constexpr (kMeet)
+      hopper_ptx::named_barrier_sync(1, 256);
+    else
+      hopper_ptx::named_barrier_sync(1 + c, 128);
+    if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait_read<0>();
+  };
+
+  // P^T = exp2(S^T c - L2_q) over query tile i once S^T is in (while dP^T may still run), then
+  // dP^T in: nothing of the tile's products left in flight.
+  const auto probabilities_in = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
     const bool edge = ragged || a.tiling.classify(a.mask, i, j) == TileKind::partial;
     if constexpr (kOverlapP)
       hopper_ptx::wgmma_wait<1>();  // S^T in; dP^T may still run
     else
       hopper_ptx::wgmma_wait<0>();
     hopper_ptx::fence_operands(st);
-    probabilities_t<Br>(st, LDi, a, k0 + key_row, q0, edge);
+    probabilities_t<Br>(st, sLD + int((i - i0) % kStages) * Br, a, k0 + key_row, i * Br, edge);
     hopper_ptx::fence_operands(st);  // (P^T computed before the wait below)
     hopper_ptx::wgmma_wait<0>();
     hopper_ptx::fence_operands(dpt);
+  };
+
+  float st[Br / 8][4], dpt[Br / 8][4];  // S^T then P^T; dP^T then dS^T
+  if (i0 < Tr) hopper_ptx::mbarrier_wait(full_kv, 0);
+  if (kNext && i0 < Tr) issue_scores(i0, st, dpt), probabilities_in(i0, st, dpt);
+  for (index_t i = i0; i < Tr; ++i) {
+    const index_t u = i - i0, q0 = i * Br;
+    const int s = int(u % kStages);
+    const E* Qi = sQ + s * Br * kD;
+    const E* dOi = sdO + s * Br * kD;
+    const float2* LDi = sLD + s * Br;
+    if constexpr (!kNext) issue_scores(i, st, dpt), probabilities_in(i, st, dpt);
     score_gradients_t<Br>(dpt, st, LDi);
     std::uint32_t pf[Br / 16][4], df[Br / 16][4];
 #pragma unroll
@@ -422,16 +484,38 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
       hopper_ptx::mbarrier_arrive(empty + s);
     };
-    if constexpr (kAtomicDq) {
+    if constexpr (kNext) {
+      // dV, dK and dQ's one block of tile i queued, then S^T and dP^T of tile i + 1 behind
+      // them: the wait lets the next products run while tile i's dQ is staged and sent.
+      float dq[64 / 8][4];
+      if constexpr (kAtomicDq) {
+        dst_in_place();
+        hopper_ptx::wgmma_fence();
+        issue_dq_block<E, 64>(dq, dST, sK, 64 * c, 0, 0);
+        hopper_ptx::wgmma_commit();
+      }
+      const auto finish_tile = [&] {
+        release_stage();
+        if constexpr (kAtomicDq) {
+          hopper_ptx::fence_operands(dq);
+          send_dq(dq, q0, 0, 0, 0);
+        }
+      };
+      // Tile i + 1's products issued and waited for in one branch, not across the loop's back
+      // edge: ptxas serializes every wgmma of a kernel where it cannot prove none is in flight.
+      if (i + 1 < Tr) {
+        issue_scores(i + 1, st, dpt);
+        hopper_ptx::wgmma_wait<kScoreGroups>();
+        finish_tile();
+        probabilities_in(i + 1, st, dpt);
+      } else {
+        hopper_ptx::wgmma_wait<0>();
+        finish_tile();
+      }
+    } else if constexpr (kAtomicDq) {
       // Warpgroup c's share of dQ_i += dS K_j (DqCut): columns or rows 64 c once both
       // warpgroups' dS^T is in place, or its own keys, block by block of 64 x 64.
-      hopper_ptx::fence_proxy_async();
-      if constexpr (kMeet)
-        hopper_ptx::named_barrier_sync(1, 256);
-      else
-        hopper_ptx::named_barrier_sync(1 + c, 128);  // this warpgroup's dS^T in place
-      const bool issuer = threadIdx.x % 128 == 0;
-      if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait_read<0>();  // staging free
+      dst_in_place();
 #pragma unroll
       for (int blk = 0; blk < L::kDqBlocks; ++blk) {
         constexpr int kCol = kD / 64;  // (the keys cut: blk walks rows, then columns)
@@ -455,21 +539,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         }
         hopper_ptx::fence_operands(dq);
         if (!kDqFirst && blk == 0) release_stage();
-        if constexpr (kDq == DqWay::atomics) {
-          write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
-        } else {  // staged (once every thread knows the staging is free), then reduced
-          float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
-          if (blk == 0) hopper_ptx::named_barrier_sync(3 + c, 128);
-          stage_dq(mine, dq, a.scale);
-          hopper_ptx::fence_proxy_async();
-          hopper_ptx::named_barrier_sync(3 + c, 128);
-          if (issuer) {
-            for (int h = 0; h < 2; ++h)
-              hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0 + r0), int(head),
-                                            mine + h * 64 * 32);
-            hopper_ptx::bulk_commit();
-          }
-        }
+        send_dq(dq, q0, r0, c0, blk);
       }
       if constexpr (kDqFirst) {
         hopper_ptx::wgmma_wait<0>();
