@@ -115,8 +115,8 @@ std::vector<HeadArrays<float>> head_arrays(const DecodeOptions& o, const cuda::D
 void run_on_gpu(const DecodeOptions& o) {
   const Precision p = dtype_precision(o.dtype);
   const cuda::DecodeWorkers w = cuda::decode_workers(p, o.d, o.n);
-  const SplitPlan plan =
-      plan_for(o, w.workers(), kGpuMinSplitTiles);  // a --splits too large: refused here
+  const SplitPlan plan = plan_for(
+      o, w.workers(), gpu_min_split_tiles(o.tiling().Bc));  // a --splits too large: refused here
   ensure_fits(host_bytes(o, plan.splits), ui::tr(Msg::decode_gpu_memory_what));
   cuda::DecodeInputs in;
   in.seed = o.seed;

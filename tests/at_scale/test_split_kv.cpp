@@ -326,17 +326,21 @@ TEST_CASE("the plan: the smallest S within 85% of the best efficiency, at most T
     CHECK(plan.max_splits == std::min<index_t>(c.key_tiles, kMaxSplits));
     CHECK(index_t(plan.efficiency.size()) == plan.max_splits);
   }
-  // The GPU's plan: every split keeps at least kGpuMinSplitTiles key tiles. H200-like workers
-  // (132 SMs x 7 blocks): h = 8 at m = 65536 (512 tiles of 128 keys) took 98 splits of 5 tiles;
-  // now at most 64 of 8, and the most busy blocks among those (55: 440 of 924, 85 % of 64's).
-  CHECK(plan_splits(8, 924, 512).splits == 98);
-  const SplitPlan gpu = plan_splits(8, 924, 512, kGpuMinSplitTiles);
-  CHECK(gpu.min_tiles == kGpuMinSplitTiles);
+  // The GPU's plan: every split keeps at least kGpuMinSplitKeys keys, in the decode kernel's
+  // tiles of 16 keys (cuda::decode_tiles). H200-like workers (132 SMs x 7 blocks): h = 8 at
+  // m = 65536 (4096 tiles) took 98 splits of 42 tiles; now at most 64 of 64, and the most busy
+  // blocks among those (55: 440 of 924, 85 % of 64's).
+  static_assert(gpu_min_split_tiles(16) == 64 && gpu_min_split_tiles(128) == 8 &&
+                gpu_min_split_tiles(4096) == 1);
+  const index_t t16 = gpu_min_split_tiles(16);
+  CHECK(plan_splits(8, 924, 4096).splits == 98);
+  const SplitPlan gpu = plan_splits(8, 924, 4096, t16);
+  CHECK(gpu.min_tiles == t16);
   CHECK(gpu.max_splits == 64);
   CHECK(gpu.splits == 55);
-  CHECK(plan_splits(32, 924, 512, kGpuMinSplitTiles).splits == 25);  // unchanged: 25 of 20 tiles
-  CHECK(plan_splits(8, 924, 8192, kGpuMinSplitTiles).splits == 98);  // m = 2^20: unchanged
-  CHECK(plan_splits(8, 924, 7, kGpuMinSplitTiles).max_splits == 1);  // fewer than t tiles: one
+  CHECK(plan_splits(32, 924, 4096, t16).splits == 25);  // unchanged: 25 of 164 tiles
+  CHECK(plan_splits(8, 924, 65536, t16).splits == 98);  // m = 2^20: unchanged
+  CHECK(plan_splits(8, 924, 63, t16).max_splits == 1);  // fewer than t tiles: one
   for (index_t tiles : {1, 7, 8, 9, 100, 512, 8192})
     for (index_t t : {1, 8}) {
       const SplitPlan q = plan_splits(3, 100, tiles, t);
@@ -345,7 +349,7 @@ TEST_CASE("the plan: the smallest S within 85% of the best efficiency, at most T
       CHECK(q.splits <= q.max_splits);
     }
   // A forced S may exceed Smax (it must only lie within the key tiles).
-  const SplitPlan beyond = forced_splits(1, 2, 512, 200, kGpuMinSplitTiles);
+  const SplitPlan beyond = forced_splits(1, 2, 4096, 200, gpu_min_split_tiles(16));
   CHECK(beyond.splits == 200);
   CHECK(beyond.max_splits == 64);
   const SplitPlan forced = forced_splits(1, 2, 10, 10);

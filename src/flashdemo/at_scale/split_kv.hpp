@@ -17,9 +17,10 @@
 // share of the workers the waves of items keep busy is
 //   eff(S) = U S / (ceil(U S / W) W).
 // S ranges over 1 .. Smax, Smax = min(floor(Tc / t), kMaxSplits), at least 1: every split keeps at
-// least t key tiles (t = 1 on the CPU; on the GPU t = kGpuMinSplitTiles, where a block that
-// streams only a few tiles spends its time starting and ending: at m = 65536, h = 8 the H200 took
-// 0.090 ms with 98 splits of 5 tiles and 0.085 with 48 or 64, docs/at-scale.md);
+// least t key tiles (t = 1 on the CPU; on the GPU t = gpu_min_split_tiles(Bc), kGpuMinSplitKeys
+// keys, where a block that streams only a few keys spends its time starting and ending: at
+// m = 65536, h = 8 the H200 took 0.090 ms with 98 splits of 669 keys and 0.085 with 48 or 64,
+// docs/at-scale.md);
 // the plan takes the smallest S with eff(S) >= 0.85 max_S eff(S): as few splits as keep the
 // workers almost as busy as the best count would (each split costs a partial output and a merge).
 // A forced S (--splits) must lie in 1 .. Tc.
@@ -40,7 +41,11 @@ namespace fd {
 
 inline constexpr double kSplitEfficiency = 0.85;  // of the best efficiency, to be good enough
 inline constexpr TileSizes kDecodeTiles{16, 128};
-inline constexpr index_t kGpuMinSplitTiles = 8;  // t on the GPU: key tiles a split keeps at least
+inline constexpr index_t kGpuMinSplitKeys = 1024;  // keys a split keeps at least on the GPU
+// t on the GPU, whose key tiles are Bc keys (16 for the decode kernel): kGpuMinSplitKeys in tiles.
+constexpr index_t gpu_min_split_tiles(index_t Bc) {
+  return Bc >= kGpuMinSplitKeys ? 1 : kGpuMinSplitKeys / Bc;
+}
 
 // b * h heads of n query rows against m keys, head dimension d.
 struct DecodeShape {
