@@ -49,6 +49,7 @@ template <int N>
 __device__ inline void mask_fragment(float (&s)[N / 8][4], const Mask& mask, index_t q, index_t k0,
                                      index_t n_keys) {
   const int t = threadIdx.x % 4;
+  // e indexes c0 .. c3 of fragment nb: bit 0 the column 2 t (+ 1), bit 1 the row g (+ 8).
 #pragma unroll
   for (int nb = 0; nb < N / 8; ++nb)
 #pragma unroll
@@ -74,6 +75,7 @@ __device__ inline bool softmax_fragment(float (&s)[N / 8][4], FragmentRows& st, 
     float mx = neg_inf<float>();  // of S unscaled, this lane's keys
 #pragma unroll
     for (int nb = 0; nb < N / 8; ++nb) mx = fmaxf(mx, fmaxf(s[nb][2 * r], s[nb][2 * r + 1]));
+    // A row's 4 lanes are 4 g .. 4 g + 3, differing in lane bits 0 and 1: xor 1, then xor 2.
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     mx = fmaxf(st.m2[r], mx * scale2);
@@ -105,6 +107,9 @@ __device__ inline void rescale_fragment(float (&o)[kD / 8][4], const float (&alp
 }
 
 // The A fragment (16 x 16, rounded to E) of keys 16 kt .. 16 kt + 15 of P's C fragments.
+// A's a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..] (ptx.cuh)
+// are keys 16 kt + 2 t (+ 8) of rows g, g + 8, which C fragment nb = 2 kt (keys 16 kt + 0..7)
+// holds in c0, c1 (row g) and c2, c3 (row g + 8), and nb = 2 kt + 1 (keys + 8) likewise.
 template <class E, int N>
 __device__ inline void p_fragment(std::uint32_t (&p)[4], const float (&s)[N / 8][4], int kt) {
   p[0] = ptx::pack2<E>(s[2 * kt][0], s[2 * kt][1]);

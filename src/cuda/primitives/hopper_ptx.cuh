@@ -28,10 +28,14 @@ namespace fd::cuda::hopper_ptx {
 // p plus a padding, not an integer made into a pointer: the compiler then still knows the result
 // is shared memory and reads and writes it with LDS/STS, not generic LD/ST (slower, and accesses
 // that compute-sanitizer's racecheck cannot pair with the barriers).
+// The padding, (1024 - address % 1024) % 1024, is 0 .. 1008 bytes (the base is 16-byte aligned):
+// the + 1024 of the kernels' shared-memory sizes.
 __device__ inline unsigned char* aligned_1024(unsigned char* p) {
   return p + ((1024u - (ptx::smem_address(p) & 1023u)) & 1023u);
 }
 
+// count: the arrivals that complete a phase; a phase completes when they have all arrived and the
+// transaction bytes announced by arrive.expect_tx have all landed. The barrier starts in phase 0.
 __device__ inline void mbarrier_init(std::uint64_t* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
                "r"(count));
@@ -55,7 +59,11 @@ __device__ inline void mbarrier_arrive(std::uint64_t* bar) {
                : "memory");
 }
 
-// Waits until the barrier's phase with this parity has completed.
+// Waits until the barrier's phase with this parity has completed. Phases count 0, 1, 2, .. from
+// init, parity = phase & 1. try_wait.parity answers only for the current phase (false: not yet
+// complete) and the one just before it (true) (PTX ISA, mbarrier.test_wait / mbarrier.try_wait),
+// so a waiter must never fall two phases behind: hopper.cuh's full/empty pairs see to that, and
+// derive the parity there ((u / kStages) & 1).
 __device__ inline void mbarrier_wait(std::uint64_t* bar, unsigned parity) {
   asm volatile(
       "{\n.reg .pred done;\n"
@@ -121,8 +129,23 @@ __device__ inline void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
 }
 
-// A wgmma operand in shared memory: start address, leading and stride byte offsets (the
-// distance between 64-element column blocks, and between 8-row groups), 128-byte swizzle.
+// A wgmma operand in shared memory as its 64-bit matrix descriptor (PTX ISA, "Matrix Descriptor
+// Format" of wgmma), each byte value x stored as (x & 0x3FFFF) >> 4 (16-byte units):
+//   bits  0-13  start address >> 4 (shared addresses are below 256 KiB: 18 bits)
+//   bits 16-29  leading byte offset (LBO) >> 4
+//   bits 32-45  stride byte offset (SBO) >> 4
+//   bits 49-51  base offset, 0: the swizzle pattern of every tile starts at a 1024-byte boundary
+//               (aligned_1024), and the start addresses inside one (k steps of 32 bytes) stay in
+//               its first 128-byte row, so (address >> 7) & 7 is 0 as well
+//   bits 62-63  layout type, 1 = 128-byte swizzle (0 none, 2 64-byte, 3 32-byte)
+// LBO and SBO mean different things by the operand's major-ness (PTX ISA, "Leading Dimension Byte
+// Offset", "Stride Dimension Byte Offset"); for these tiles of 128-byte rows (64 elements):
+//   K-major (imm-trans 0: Q and K of S = Q K^T)  SBO = from one 8-row group to the next, 8 x 128
+//     = 1024. LBO is not used with a swizzle ("assumed to be 1"): a k16 step reads 32 bytes of
+//     each row, inside one 64-column block; callers pass 16, which encodes as that 1
+//   MN-major (imm-trans 1: V of O += P V)  SBO = from one group of 8 k rows to the next, again
+//     1024; LBO = from one 64-element column block (along N, or M) to the next: a tile's two
+//     halves, rows x 128 bytes apart, read only when the operand spans more than 64 columns
 __device__ inline std::uint64_t smem_descriptor(const void* p, unsigned leading_bytes,
                                                 unsigned stride_bytes) {
   return std::uint64_t((ptx::smem_address(p) & 0x3FFFF) >> 4) |
@@ -158,6 +181,10 @@ __device__ inline void fence_operands(std::uint32_t (&x)[N][4]) {
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
 }
 
+// setmaxnreg: the warpgroup's registers per thread become kRegisters, a multiple of 8 in 24 .. 256
+// (PTX ISA, setmaxnreg; a warp's registers come 8 per thread at a time, the same step that rounds
+// a kernel's count). .dec gives registers back to the block's pool, .inc waits until the pool has
+// enough. All 4 warps of a warpgroup execute it, from the count the kernel was compiled with.
 template <int kRegisters>
 __device__ inline void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
@@ -167,6 +194,8 @@ __device__ inline void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
 }
 
+// Barrier id (0 is __syncthreads') completes when `threads` (a multiple of 32) have arrived or
+// synced on it; bar.arrive does not wait.
 __device__ inline void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -194,7 +223,15 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
   "%57, "                                                                                       \
   "%58, %59, %60, %61, %62, %63}"
 // A and B from shared memory (descriptors %A, %B), accumulate = scale-d (%ONE), each operand
-// K-major (TA, TB = "0") or transposed, MN-major ("1").
+// K-major (TA, TB = "0") or transposed, MN-major ("1"). After d, a-desc and b-desc the instruction
+// takes (PTX ISA, wgmma.mma_async):
+//   scale-d      predicate p = (accumulate != 0): true D = A B + D, false D = A B
+//   imm-scale-a  1 (-1 would negate A)
+//   imm-scale-b  1 (-1 would negate B)
+//   imm-trans-a  TA: 0 A K-major, 1 A M-major (the transpose: .f16/.bf16, shared memory only)
+//   imm-trans-b  TB: 0 B K-major, 1 B N-major
+// Operand numbers: the N / 2 accumulators %0 .. %(N / 2 - 1), then a, b, accumulate: "64", "65",
+// "66" at n128, "32", "33", "34" at n64.
 #define FD_WGMMA_SS(N, REGS, ACC, A, B, ONE, T, TA, TB)                                          \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" ONE                                          \
                ", 0;\n"                                                                          \
@@ -203,6 +240,9 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
                : ACC                                                                             \
                : "l"(a), "l"(b), "r"(accumulate))
 // P V: A from four registers, B from shared memory (transposed: N-major), always accumulating.
+// ", p, 1, 1, 1": scale-d p (set from "r"(1): D = A B + D), imm-scale-a 1, imm-scale-b 1,
+// imm-trans-b 1 (B N-major); no imm-trans-a, A being in registers. Operands after the N / 2
+// accumulators: a[0..3] (%32-%35 at n64, %64-%67 at n128), b (%36, %68), the 1 (%37, %69).
 #define FD_WGMMA_RS(N, REGS, ACC, A0, B, ONE, T)                                           \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" ONE                                    \
                ", 0;\n"                                                                    \

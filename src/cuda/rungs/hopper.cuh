@@ -45,8 +45,16 @@
 
 namespace fd::cuda {
 
+// 384 = 3 warpgroups of 128; Br = 128 = 2 consumer warpgroups x wgmma's m of 64 rows; Bc = 128, the
+// n of S's wgmma (m64n128k16).
 inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
 // Registers a thread of the producer warpgroup keeps, and of a consumer warpgroup (setmaxnreg).
+// __launch_bounds__(384, 1) lets ptxas give each thread 65,536 / 384 = 170.7, rounded down to a
+// multiple of 8: 168 (ptxas -v says 168 for every instance), 384 x 168 = 64,512 registers.
+// setmaxnreg then moves them, within the same total: 24 is its least count, and the producer's
+// 128 x (168 - 24) = 18,432 feed the consumers' 2 x 128 x (240 - 168) = 18,432;
+// 128 x 24 + 2 x 128 x 240 = 3,072 + 61,440 = 64,512 <= 65,536, the SM's register file. 240 =
+// (3 x 168 - 24) / 2, the most a consumer can have with the producer at 24 (both multiples of 8).
 inline constexpr int kHopperProducerRegisters = 24, kHopperConsumerRegisters = 240;
 // The overlap steps the rung runs with at each d: the fastest of the four settings measured on
 // the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
@@ -68,6 +76,15 @@ struct HopperArgs {
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte.
+//   kTile = 128 x d x 2 bytes: 16,384 at d = 64, 32,768 at d = 128 (K and V each, per stage)
+//   kK = Q's 128 x d x 2, kV = kK + kStages kTile, kBarriers = kV + kStages kTile
+//   kBytes = kBarriers + 9 mbarriers of 8 bytes (full_q; full_k, full_v, empty_k, empty_v per
+//            stage: 1 + 4 kStages) + 1024 (aligned_1024's padding at most 1008)
+// A stage (K and V) costs 512 d bytes, 32 KiB at d = 64 and 64 KiB at d = 128; against
+// kSmemOptIn = 227 x 1024 = 232,448 bytes (head_dims.hpp: sm_90's most a block may opt into):
+//   d = 64   16,384 + 2 x 32,768 + 72 + 1024 =  83,016 (6 stages would fit: 214,216)
+//   d = 128  32,768 + 2 x 65,536 + 72 + 1024 = 164,936 (3 stages would fit: 230,504; 4 not)
+// Every tile offset is a multiple of 16,384, so each tile's swizzle pattern starts 1024-aligned.
 template <int kD>
 struct HopperSmem {
   static constexpr int kTile = kHopperBc * kD * 2;  // one K or V tile
@@ -102,6 +119,8 @@ static_assert(kernel_tiles(Impl::hopper, 64).Br == kHopperBr &&
 // The turns of the two consumer warpgroups at the tensor cores: before each batch of GEMMs a
 // warpgroup waits for its barrier; after it, it lets the other go. Warpgroup 1 lets 0 go first
 // and skips its last release, so that every barrier sees as many arrivals as waits.
+// Warpgroup c waits on named barrier 1 + c (0 is __syncthreads') and releases 2 - c, the other's;
+// each use counts 256 threads: the 128 that sync plus the 128 of the other warpgroup that arrive.
 template <bool kOn>
 struct Turns {
   int c, batches, done = 0;
@@ -118,6 +137,16 @@ struct Turns {
 
 // S (64 x 128 of warpgroup c) = Q_i K_j^T: d / 16 wgmma, K-major operands (k steps of 32 bytes
 // inside a 128-byte row, then the next 64-column half).
+// Step kk covers columns 16 kk .. 16 kk + 15, in half kk / 4 at 32 (kk % 4) bytes into each row
+// (16 elements of 2 bytes). The start address moves there; the descriptor does not:
+//   q  half kk / 4 starts Br x 64 elements (Br x 128 = 16,384 bytes) after the first, and
+//      warpgroup c's 64 rows c x 64 x 64 elements (8,192 bytes) into it
+//   k  half kk / 4 starts Bc x 64 elements (16,384 bytes) after the first
+//   leading 16: not used for a K-major operand with the 128-byte swizzle (PTX ISA "Leading
+//      Dimension Byte Offset": "assumed to be 1"; 16 >> 4 = 1); it is not the distance between
+//      the halves, which the loop steps over by the address
+//   stride 1024: from rows r .. r + 7 to rows r + 8 .. r + 15, 8 rows x 128 bytes (one swizzle
+//      atom); A's 64 rows are 8 such groups, B's 128 rows 16
 template <class E, int kD>
 __device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], const E* sQ, const E* sK, int c) {
   hopper_ptx::wgmma_fence();
@@ -133,6 +162,11 @@ __device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], const E* sQ, const
 
 // O += P V_j: Bc / 16 wgmma, P's A fragments from registers, V_j N-major (16 keys = 2048 bytes
 // a step; its 64-column halves kHopperBc * 128 bytes apart).
+// Step kt covers keys 16 kt .. 16 kt + 15 (the k of this product): rows of V_j, kt x 16 x 64
+// elements = kt x 2048 bytes (2 kt swizzle atoms) into the first half. For this MN-major operand:
+//   leading Bc x 128 = 16,384: from d columns 0 .. 63 to 64 .. 127, the next 64-column half; read
+//      at d = 128 (n128) only, n64 staying inside the first
+//   stride 1024: from keys 16 kt .. + 7 to the next 8 keys, 8 rows x 128 bytes
 template <class E, int kD>
 __device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[kHopperBc / 16][4],
                                 const E* sV) {
@@ -173,6 +207,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   const index_t J = computed_key_tiles(a.tiling, a.mask, i);
   const index_t F = full_key_tiles(a.tiling, a.mask, i);
   const int wg = threadIdx.x / 128;
+  // full_*: 1 arrival, the producer's arrive.expect_tx, plus the bytes of the copies; empty_*: 8,
+  // lane 0 of each of the 2 x 4 consumer warps (release).
   if (threadIdx.x == 0) {
     hopper_ptx::mbarrier_init(full_q, 1);
     for (int s = 0; s < kStages; ++s) {
@@ -189,13 +225,26 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     if (threadIdx.x != 0 || J == 0) return;
     hopper_ptx::prefetch_tensor_map(&tmQ), hopper_ptx::prefetch_tensor_map(&tmK);
     hopper_ptx::prefetch_tensor_map(&tmV);
+    // Br x d x 2 bytes: d / 64 boxes of 128 rows x 128 bytes (16,384 each, rows past the tensor
+    // zero-filled and counted too). Box h: columns 64 h .. 64 h + 63 (x = h x 64), written to
+    // half h, Br x 64 elements (16,384 bytes) after the previous one.
     hopper_ptx::mbarrier_arrive_expect_tx(full_q, Br * kD * 2);
     for (int h = 0; h < kD / 64; ++h)
       hopper_ptx::tma_load_3d(sQ + h * Br * 64, &tmQ, h * 64, int(q0), int(head), full_q);
+    // Tile j is stage s's use u = j / kStages (its u-th fill, counting from 0). Before refilling
+    // the stage the producer waits for the consumers' release of tile j - kStages, use u - 1 of
+    // that stage, which completed phase u - 1 of empty_k[s] and empty_v[s]: parity (u - 1) & 1.
+    // The consumers wait for phase u of full_k[s] / full_v[s]: parity u & 1 (parity below).
+    // At kStages = 2:
+    //   j = 0, 1  stage j,     full parity 0; no empty wait (the stage has never been filled)
+    //   j = 2, 3  stage j - 2, full parity 1; empty parity 0 (tiles 0, 1 released: phase 0)
+    //   j = 4, 5  stage j - 4, full parity 0; empty parity 1 (tiles 2, 3 released: phase 1)
     for (index_t j = 0; j < J; ++j) {
       const int s = int(j % kStages);
       const unsigned freed = unsigned((j / kStages - 1) & 1);  // tile j - 2's release
       if (j >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
+      // As Q's: Bc x d x 2 bytes in d / 64 boxes; stage s at s x Bc x d elements, half h at
+      // h x Bc x 64 more. The box's y is the tile's first key j x Bc, z the head.
       hopper_ptx::mbarrier_arrive_expect_tx(full_k + s, Bc * kD * 2);
       for (int h = 0; h < kD / 64; ++h)
         hopper_ptx::tma_load_3d(sK + s * Bc * kD + h * Bc * 64, &tmK, h * 64, int(j * Bc),
@@ -210,8 +259,12 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   }
 
   hopper_ptx::setmaxnreg_inc<kHopperConsumerRegisters>();
+  // A wgmma accumulator gives warp w of the warpgroup rows 16 w .. 16 w + 15 of its 64, as
+  // mma.sync's C fragment (fragment.cuh): lane 4 g + t holds rows g and g + 8.
   const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4, row = c * 64 + warp * 16 + g;  // rows row, row + 8
+  // Batches of GEMMs a warpgroup issues: with kOverlap S_0, then one per later tile, then the
+  // last P V (J + 1); without, S_j and P_j V_j apart for each tile (2 J).
   Turns<kPingPong> turns{c, int(kOverlap ? J + 1 : 2 * J)};
   turns.start();
   float o[kD / 8][4] = {};
@@ -220,6 +273,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   FragmentRows st;
   float m_old[2], alpha[2] = {1.0f, 1.0f};
   bool moved = false;
+  // Tile j: stage j % kStages, in its use u = j / kStages, the phase u of full_k / full_v.
   auto stage = [](index_t j) { return int(j % kStages); };
   auto parity = [](index_t j) { return unsigned((j / kStages) & 1); };
   auto release = [&](std::uint64_t* empty, index_t j) {  // this warp is done with tile j's K or V
@@ -242,6 +296,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
   };
 
+  // Q is loaded once: full_q has only phase 0.
   if (J > 0) hopper_ptx::mbarrier_wait(full_q, 0);
   if constexpr (kOverlap) {
     if (J > 0) {  // tile 0: S_0 and its softmax
@@ -319,6 +374,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       a.trace.final_m[q] = st.m2[r] * 0.69314718055994531f;
       a.trace.final_l[q] = st.l[r];
     }
+    // Row q's columns 8 nb + 2 t and + 1 are o[nb][2 r] and o[nb][2 r + 1] (C fragment layout).
 #pragma unroll
     for (int nb = 0; nb < kD / 8; ++nb)
       *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =

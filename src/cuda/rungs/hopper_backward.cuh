@@ -224,7 +224,10 @@ __device__ inline void store_dst(std::uint32_t* sdST, const std::uint32_t (&a)[B
 
 // dQ's 64 x 64 block (query rows r0.., columns c0..) of dS K_j over keys key0 .. key0 + kKeys - 1
 // of the tile: dS read transposed out of sdST (its 64-query half r0 / 64), K_j read transposed
-// (keys are the k index): kKeys / 16 wgmma.
+// (keys are the k index): kKeys / 16 wgmma. Both operands are MN-major: the stride, 1024 bytes,
+// steps from one group of 8 keys (8 rows of 128 bytes) to the next; the leading offset passed,
+// Bc x 128 bytes (from one 64-column half of the tile to the next), is never read, both operands
+// spanning 64 columns only (hopper_ptx::smem_descriptor).
 template <class E, int kKeys>
 __device__ inline void issue_dq_block(float (&acc)[64 / 8][4], const E* sdST, const E* sK, int key0,
                                       int r0, int c0) {

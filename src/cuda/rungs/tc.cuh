@@ -56,6 +56,9 @@ struct TcArgs {
 };
 
 // Element offset of chunk c (8 elements) of row r in a swizzled tile of rows of d elements.
+// c ^ (r & 7) changes only c's low 3 bits, so chunk c stays in its group of 8 (128 bytes); rows
+// r .. r + 7 (r a multiple of 8) of one chunk land on 8 distinct 16-byte positions of the group,
+// banks 4 p .. 4 p + 3 for position p: all 32 banks once, which is what one ldmatrix matrix reads.
 template <int kD>
 __device__ inline int swizzled(int r, int c) {
   return r * kD + ((c ^ (r & 7)) << 3);
@@ -110,6 +113,14 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
   }
   __syncthreads();
   // The A fragment of row fragment mi, k-step kk: from registers, or from shared memory.
+  // ldmatrix.x4 (ptx.cuh): lanes 8 q .. 8 q + 7 give the 8 row addresses of matrix q, which lands
+  // in register q. A (16 x 16, k columns 16 kk ..) is taken as
+  //   matrix 0 (a0) rows 0-7,  chunk 2 kk     (k 0-7)   lanes 0-7
+  //   matrix 1 (a1) rows 8-15, chunk 2 kk               lanes 8-15
+  //   matrix 2 (a2) rows 0-7,  chunk 2 kk + 1 (k 8-15)  lanes 16-23
+  //   matrix 3 (a3) rows 8-15, chunk 2 kk + 1           lanes 24-31
+  // so lane l gives row l & 15 (l % 16) of chunk 2 kk + (l >> 4); lane 4 g + t then receives
+  // row g, columns 2 t, 2 t + 1 of each matrix: mma.sync's a0 .. a3.
   auto q_address = [&](int mi, int kk) {
     return ptx::smem_address(
         sQ + swizzled<kD>(warp * kRows + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
@@ -160,6 +171,13 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       }
 #pragma unroll
       for (int nb = 0; nb < Bc / 16; ++nb) {
+        // B = K_j^T (k = d columns, n = keys 16 nb ..): K's rows are B's columns, so without
+        // .trans lane 4 g + t receives key g, d columns 2 t, 2 t + 1: b0's B[2t..2t+1][g].
+        //   matrix 0 keys 0-7,  chunk 2 kk     (k 0-7)   lanes 0-7    b[0]: b0 of s[2 nb]
+        //   matrix 1 keys 0-7,  chunk 2 kk + 1 (k 8-15)  lanes 8-15   b[1]: b1 of s[2 nb]
+        //   matrix 2 keys 8-15, chunk 2 kk               lanes 16-23  b[2]: b0 of s[2 nb + 1]
+        //   matrix 3 keys 8-15, chunk 2 kk + 1           lanes 24-31  b[3]: b1 of s[2 nb + 1]
+        // lane l: key (l & 7) + 8 (l >> 4), chunk 2 kk + ((l >> 3) & 1).
         std::uint32_t b[4];
         ptx::ldmatrix_x4(
             b, ptx::smem_address(Kj + swizzled<kD>(nb * 16 + (lane & 7) + ((lane >> 4) << 3),
@@ -201,6 +219,13 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
       for (int mi = 0; mi < kM; ++mi) p_fragment<E, Bc>(p[mi], s[mi], kt);
 #pragma unroll
       for (int nb = 0; nb < kD / 16; ++nb) {
+        // B = V_j (k = keys 16 kt .., n = d columns 16 nb ..): V's rows are B's rows, so .trans
+        // gives lane 4 g + t column g, keys 2 t, 2 t + 1: b0's B[2t..2t+1][g].
+        //   matrix 0 keys 0-7,  chunk 2 nb     (n 0-7)   lanes 0-7    b[0]: b0 of o[2 nb]
+        //   matrix 1 keys 8-15, chunk 2 nb               lanes 8-15   b[1]: b1 of o[2 nb]
+        //   matrix 2 keys 0-7,  chunk 2 nb + 1 (n 8-15)  lanes 16-23  b[2]: b0 of o[2 nb + 1]
+        //   matrix 3 keys 8-15, chunk 2 nb + 1           lanes 24-31  b[3]: b1 of o[2 nb + 1]
+        // lane l: key (l & 7) + 8 ((l >> 3) & 1), chunk 2 nb + (l >> 4).
         std::uint32_t b[4];
         ptx::ldmatrix_x4_trans(
             b, ptx::smem_address(Vj + swizzled<kD>(kt * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
@@ -250,6 +275,8 @@ __global__ void __launch_bounds__(kTcThreads) tc_forward_kernel(const TcArgs<E> 
 }
 
 // Dynamic shared memory of one block: Q (then O), and K and V in one or two buffers.
+// tc (kM = 1, one buffer): d = 64 2 x (4,096 + 8,192) = 24,576, d = 128 49,152 bytes; mma (kM = 2,
+// two): d = 64 2 x (8,192 + 16,384) = 49,152, d = 128 98,304; all under kSmemOptIn = 232,448.
 constexpr std::size_t tc_smem_bytes(int d, bool async, int kM) {
   return 2 * std::size_t(64 * kM * d + (async ? 2 : 1) * 2 * kTcBc * d);
 }
