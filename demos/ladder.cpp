@@ -7,12 +7,16 @@
 // table, cuBLAS's bf16 GEMM in the same run, the ceiling each rung is a share of. A rung that
 // refuses the case or the pass (cuda::refuses) or fails gets a row saying why; the exit code
 // is 1 only when a rung that ran failed its verification.
+// --steps: then hopper's ideas each on and off (cuda::hopper_steps), timed alone on the same case
+// and read against the rung's own choice: what each idea costs or buys here.
 // --json: one `gemm_ceiling` object, then per rung a `bench` object (with `rung`, `idea`, and
-// `of_ceiling`, `speedup` when known) or a `rung_skipped` object (docs/trace-format.md, section 9).
+// `of_ceiling`, `speedup` when known) or a `rung_skipped` object, and with --steps one
+// `hopper_step` object per setting (docs/trace-format.md, section 9).
 #include "ladder.hpp"
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +24,7 @@
 
 #include "common.hpp"
 #include "cuda/host/cuda_api.hpp"
+#include "cuda/host/rungs_api.hpp"
 #include "device.hpp"
 #include "flashdemo/impl.hpp"
 #include "flashdemo/tools/benchmark.hpp"
@@ -40,6 +45,7 @@ struct LadderOptions : ProblemShape {                    // b, h, n, m (0: n), d
   bench::Pass pass = bench::Pass::fwd;
   index_t reps = 20, warmup = 3;
   std::uint32_t seed = 0;
+  bool steps = false;  // --steps: hopper's ideas each on and off, after the table
 };
 
 Msg idea(Impl rung, bench::Pass pass) {
@@ -117,6 +123,19 @@ const Row* below(const std::vector<Row>& rows, std::size_t k) {
   return nullptr;
 }
 
+// The case's fields of every object ladder prints for a kernel run.
+nlohmann::json case_json(const LadderOptions& o, Precision p) {
+  return {{"device", "cuda"},
+          {"dtype", precision_name(p)},
+          {"pass", bench::pass_name(o.pass)},
+          {"b", o.b},
+          {"h", o.h},
+          {"n", o.n},
+          {"m", o.keys()},
+          {"d", o.d},
+          {"causal", o.causal}};
+}
+
 void emit_json(const LadderOptions& o, const std::vector<Row>& rows, double ceiling,
                const std::string& ceiling_why) {
   nlohmann::json g = {{"event", "gemm_ceiling"}, {"dtype", "bf16"},
@@ -126,18 +145,10 @@ void emit_json(const LadderOptions& o, const std::vector<Row>& rows, double ceil
   ui::out() << g.dump() << "\n";
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const Row& r = rows[k];
-    nlohmann::json j = {{"impl", impl_name(r.rung)},
-                        {"rung", r.step},
-                        {"idea", ui::text(idea(r.rung, o.pass), ui::Lang::en)},
-                        {"device", "cuda"},
-                        {"dtype", precision_name(r.precision)},
-                        {"pass", bench::pass_name(o.pass)},
-                        {"b", o.b},
-                        {"h", o.h},
-                        {"n", o.n},
-                        {"m", o.keys()},
-                        {"d", o.d},
-                        {"causal", o.causal}};
+    nlohmann::json j = case_json(o, r.precision);
+    j.update({{"impl", impl_name(r.rung)},
+              {"rung", r.step},
+              {"idea", ui::text(idea(r.rung, o.pass), ui::Lang::en)}});
     if (!r.m || !r.m->timed) {
       j["event"] = "rung_skipped";
       j["reason"] = r.m ? "unverified" : r.kind;
@@ -210,6 +221,134 @@ void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ce
   }
 }
 
+// --steps: one setting of hopper's, timed (median ms) or not run and why.
+struct StepRow {
+  cuda::HopperStep step;
+  std::optional<double> ms;
+  std::string why;  // in English (CUDA's words)
+};
+
+// hopper's settings (cuda::HopperStep): the key of its `hopper_step` object, and its words.
+struct StepName {
+  cuda::HopperStep step;
+  const char* key;
+  Msg words;
+};
+constexpr StepName kStepNames[] = {
+    {cuda::HopperStep::rung_choice, "rung_choice", Msg::step_rung_choice},
+    {cuda::HopperStep::fwd_none, "fwd_none", Msg::step_fwd_none},
+    {cuda::HopperStep::fwd_overlap, "fwd_overlap", Msg::step_fwd_overlap},
+    {cuda::HopperStep::fwd_ping_pong, "fwd_ping_pong", Msg::step_fwd_ping_pong},
+    {cuda::HopperStep::fwd_both, "fwd_both", Msg::step_fwd_both},
+    {cuda::HopperStep::bwd_atomics, "bwd_atomics", Msg::step_bwd_atomics},
+    {cuda::HopperStep::bwd_none, "bwd_none", Msg::step_bwd_none},
+    {cuda::HopperStep::bwd_p, "bwd_p", Msg::step_bwd_p},
+    {cuda::HopperStep::bwd_dq, "bwd_dq", Msg::step_bwd_dq},
+    {cuda::HopperStep::bwd_p_dq, "bwd_p_dq", Msg::step_bwd_p_dq},
+    {cuda::HopperStep::bwd_next, "bwd_next", Msg::step_bwd_next},
+    {cuda::HopperStep::bwd_br128, "bwd_br128", Msg::step_bwd_br128},
+    {cuda::HopperStep::bwd_dq_by_keys, "bwd_dq_by_keys", Msg::step_bwd_dq_by_keys},
+};
+const StepName& name_of(cuda::HopperStep step) {
+  for (const StepName& n : kStepNames)
+    if (n.step == step) return n;
+  return kStepNames[0];
+}
+// The setting in words (in `lang`): the rung's choice names its d.
+std::string step_words(cuda::HopperStep step, index_t d, ui::Lang lang) {
+  return fmt::format(fmt::runtime(ui::text(name_of(step).words, lang)), d);
+}
+
+double median_of(std::vector<double> ms) {
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Every setting of cuda::hopper_steps on the case, the rung's own choice first; inputs drawn as
+// the rungs' are (the same seed and precision).
+std::vector<StepRow> time_steps(const LadderOptions& o) {
+  const Precision p = dtype_precision(o.dtype);
+  const bench::Case c = case_for(o, p);
+  const bench::Arrays<float> a = bench::random_arrays<float>(c);
+  const cuda::Shape s{o.b, o.h, o.n, o.keys(), o.d};
+  const AttnParams params{o.causal, {}, {}};
+  const Variant v{p, Mistake::none};
+  std::vector<StepRow> rows;
+  for (cuda::HopperStep step : cuda::hopper_steps(cuda_pass(o.pass), o.d, p)) {
+    StepRow r{step, {}, {}};
+    try {
+      const cuda::Timing t = cuda::hopper_time_step<float>(
+          step, cuda_pass(o.pass), s, params, v, a.Q.data(), a.K.data(), a.V.data(),
+          a.dO.empty() ? nullptr : a.dO.data(), int(o.warmup), int(o.reps));
+      if (!t.ms.empty()) r.ms = median_of(t.ms);
+    } catch (const cuda::CudaError& e) {
+      r.why = e.what();
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// rung_choice's time over the step's: above 1, the step is faster than the rung's choice.
+std::optional<double> against_choice(const std::vector<StepRow>& rows, const StepRow& r) {
+  if (rows.empty() || !rows.front().ms || !r.ms) return std::nullopt;
+  return *rows.front().ms / *r.ms;
+}
+
+void print_steps(const LadderOptions& o, const std::vector<StepRow>& rows) {
+  const double flops = bench::flops(case_for(o, dtype_precision(o.dtype)));
+  ui::result(Msg::ladder_steps_head, precision_name(dtype_precision(o.dtype)),
+             ui::tr(o.pass == bench::Pass::bwd ? Msg::ladder_bwd : Msg::ladder_fwd), o.warmup,
+             o.reps);
+  ui::result(Msg::ladder_steps_columns, ui::tr(Msg::ladder_col_setting), "ms", "TFLOP/s",
+             ui::tr(Msg::ladder_col_vs_choice));
+  for (const StepRow& r : rows) {
+    const std::string words = step_words(r.step, o.d, ui::lang());
+    if (!r.ms) {
+      ui::result(Msg::ladder_steps_not_run, words, r.why);
+      continue;
+    }
+    const std::optional<double> ratio = against_choice(rows, r);
+    ui::result(Msg::ladder_steps_columns, words, fmt::format("{:.3f}", *r.ms),
+               fmt::format("{:.1f}", flops / (*r.ms * 1e9)),
+               ratio ? fmt::format("{:.2f}x", *ratio) : "");
+  }
+}
+
+void emit_steps_json(const LadderOptions& o, const std::vector<StepRow>& rows) {
+  const double flops = bench::flops(case_for(o, dtype_precision(o.dtype)));
+  for (const StepRow& r : rows) {
+    nlohmann::json j = case_json(o, dtype_precision(o.dtype));
+    j.update({{"event", "hopper_step"},
+              {"impl", "hopper"},
+              {"step", name_of(r.step).key},
+              {"setting", step_words(r.step, o.d, ui::Lang::en)},
+              {"measured", r.ms.has_value()},
+              {"why", r.why}});
+    j["median_ms"] = r.ms ? nlohmann::json(*r.ms) : nlohmann::json(nullptr);
+    j["tflops"] = r.ms ? nlohmann::json(flops / (*r.ms * 1e9)) : nlohmann::json(nullptr);
+    const std::optional<double> ratio = against_choice(rows, r);
+    j["vs_rung_choice"] = ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr);
+    ui::out() << j.dump() << "\n";
+  }
+}
+
+// --steps after the table: only where hopper itself ran and passed on this case.
+void run_steps(const LadderOptions& o, const std::vector<Row>& rows) {
+  const Row& hopper = rows.back();  // the top rung
+  if (hopper.rung != Impl::hopper || !hopper.m || !hopper.m->timed) {
+    if (!ui::settings().json)
+      ui::result(Msg::ladder_steps_skipped,
+                 hopper.why.empty() ? ui::tr(Msg::ladder_steps_no_hopper) : hopper.why);
+    return;
+  }
+  const std::vector<StepRow> steps = time_steps(o);
+  if (ui::settings().json)
+    emit_steps_json(o, steps);
+  else
+    print_steps(o, steps);
+}
+
 void run_ladder(const LadderOptions& o) {
   if (o.device != Device::cuda) throw Error(kUsage, ui::tr(Msg::ladder_err_cpu));
   // The inputs (Q, K, V, dO, 4 bytes each) and the outputs (O; the backward's dQ, dK, dV too).
@@ -230,6 +369,7 @@ void run_ladder(const LadderOptions& o) {
     emit_json(o, rows, ceiling, ceiling_why);
   else
     print_table(o, rows, ceiling, ceiling_why);
+  if (o.steps) run_steps(o, rows);
   std::string unverified;
   for (const Row& r : rows)
     if (r.m && !r.m->timed)
@@ -254,6 +394,7 @@ void setup_ladder(CLI::App& app) {
   add_count(sub, "--reps", o->reps, ui::tr(Msg::ladder_opt_reps), 100000);
   add_count(sub, "--warmup", o->warmup, ui::tr(Msg::ladder_opt_warmup), 1000);
   add_seed(sub, o->seed);
+  sub->add_flag("--steps", o->steps, ui::tr(Msg::ladder_opt_steps));
   sub->footer(ui::tr(Msg::ladder_examples));
   sub->callback([o] { run_ladder(*o); });
 }

@@ -14,7 +14,7 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
   REQUIRE(help.code == 0);
   for (const char* option :
        {"--b", "--h", "--n", "--m", "--d", "--causal", "--reps", "--warmup", "--seed",
-        "--dtype TEXT:{bf16, fp16}=bf16", "--device", "--pass TEXT:{fwd, bwd}=fwd"})
+        "--dtype TEXT:{bf16, fp16}=bf16", "--device", "--pass TEXT:{fwd, bwd}=fwd", "--steps"})
     CHECK(has(help.out, option));
   CHECK(has(help.out, "--n INT:INT>=1=4096"));
   CHECK(has(help.out, "--d INT:INT>=1=128"));
@@ -39,6 +39,7 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
       {"ladder --impl mma", "--impl"},
       {"ladder --pass xyz", "--pass"},
       {"ladder --pass", "--pass"},
+      {"ladder --steps=maybe", "--steps"},
   };
   for (const Bad& b : bad) {
     const Run r = run(b.args);
@@ -53,7 +54,8 @@ TEST_CASE("ladder: its options checked, --device cpu refused, and without a GPU 
   for (const char* args :
        {"ladder", "ladder --json", "ladder --dtype fp16 --d 64 --causal",
         "ladder --n 1024 --reps 50 --json --lang zh", "ladder --quiet", "ladder --pass bwd",
-        "ladder --pass bwd --d 64 --causal --json", "ladder --pass fwd --lang zh"}) {
+        "ladder --pass bwd --d 64 --causal --json", "ladder --pass fwd --lang zh", "ladder --steps",
+        "ladder --pass bwd --d 64 --steps --json"}) {
     const Run r = run(args);
     INFO(args << " | " << r.err);
     CHECK(r.code == 5);

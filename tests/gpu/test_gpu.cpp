@@ -704,6 +704,32 @@ double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
 
 }  // namespace
 
+// What `flashdemo ladder --steps` times: every setting cuda::hopper_steps lists runs on a small
+// case (the rung's choice first; the backward's variants in bf16 only, each d its own).
+TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that runs") {
+  using S = cuda::HopperStep;
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 5);
+  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
+        std::vector<S>{S::rung_choice, S::bwd_atomics});
+  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_br128);
+  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_dq_by_keys);
+  for (cuda::Pass pass : {cuda::Pass::fwd, cuda::Pass::bwd})
+    for (index_t d : {64, 128})
+      for (Precision prec : {Precision::bf16, Precision::fp16}) {
+        const Heads<float> in = bf16_heads(Case{1, 2, 300, 300, d, 64, 64});
+        for (S step : cuda::hopper_steps(pass, d, prec)) {
+          INFO("pass " << int(pass) << " d " << d << " " << precision_name(prec) << " step "
+                       << int(step));
+          const cuda::Timing t = cuda::hopper_time_step<float>(
+              step, pass, {1, 2, 300, 300, d}, AttnParams{true, {}, {}},
+              Variant{prec, Mistake::none}, in.Q.data(), in.K.data(), in.V.data(), in.dO.data(), 1,
+              2);
+          REQUIRE(t.ms.size() == 2);
+          CHECK(t.ms[0] > 0);
+        }
+      }
+}
+
 // Not a test either (-tc="hopper backward steps speed*" --no-skip): hopper's backward steps
 // (cuda::HopperBwdSteps) each off beside the rung's choice, at gpu_compare.py's shapes.
 TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {

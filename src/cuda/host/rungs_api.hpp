@@ -2,6 +2,8 @@
 // teaching.cu calls them: simt (fp32, register-tiled), tc, mma and hopper (tensor cores).
 #pragma once
 
+#include <vector>
+
 #include "cuda/host/cuda_api.hpp"
 
 namespace fd::cuda {
@@ -43,6 +45,34 @@ template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,
                                   HopperBwdSteps steps, const T* Q, const T* K, const T* V,
                                   const T* dO, int warmup, int reps);
+
+// hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
+// d, then its forward with overlap and ping-pong each on or off, or its backward with dQ added by
+// atomics, the overlaps bit by bit, and, where the rung has them, the pipeline across tiles and
+// Br = 128 (d = 64) or the cut of dQ by keys (d = 128). The backward's variants beyond atomics
+// are built in bf16 only: in fp16 the list stops there.
+enum class HopperStep {
+  rung_choice,
+  fwd_none,
+  fwd_overlap,
+  fwd_ping_pong,
+  fwd_both,
+  bwd_atomics,
+  bwd_none,
+  bwd_p,
+  bwd_dq,
+  bwd_p_dq,
+  bwd_next,
+  bwd_br128,
+  bwd_dq_by_keys
+};
+std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p);
+
+// The step's median time, host arrays in (dO for the backward), as the tests time each step.
+template <class T>
+Timing hopper_time_step(HopperStep step, Pass pass, const Shape& s, const AttnParams& params,
+                        Variant v, const T* Q, const T* K, const T* V, const T* dO, int warmup,
+                        int reps);
 
 // The backward of rung `impl` (mma, hopper) on host arrays: O and L from a forward (any path), dO
 // given; dQ, dK, dV and D (= rowsum(dO * O)) out, in fp32 sums. dQ by fp32 atomics, or,

@@ -43,6 +43,14 @@ Timing time_kernels(const Shape&, const AttnParams&, TileSizes, Variant, Impl, P
 }
 
 template <class T>
+Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const T*, const T*, const T*, int,
+                 int) {
+  no_cuda();
+}
+template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const float*,
+                          const float*, const float*, int, int);
+
+template <class T>
 Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool, const T*, const T*,
                          const T*, int, int) {
   no_cuda();
