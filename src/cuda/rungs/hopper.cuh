@@ -16,7 +16,9 @@
 //     then O_i = O / l and L_i = m2 ln 2 + log l, straight from registers to global memory.
 // Two overlaps, each a template switch so that its effect can be timed:
 //   kPingPong  the consumer warpgroups take turns at the tensor cores (named barriers 1, 2):
-//              one's softmax runs while the other's GEMMs do
+//              meant to run one's softmax while the other's GEMMs do; measured, it costs 5 to
+//              20 % alone at both d, and with the overlap 2 to 6 % at d = 128 in the steps table
+//              (level in one later run, `flashdemo ladder --steps`): off at every d
 //   kOverlap   within a warpgroup, S_{j+1} = Q K_{j+1}^T and O += P_j V_j are issued together,
 //              and the softmax of tile j + 1 runs while O += P_j V_j is on the tensor cores
 // Shared memory (1024-byte aligned): Q 128 x d, K and V 2 stages of 128 x d, as 64-column

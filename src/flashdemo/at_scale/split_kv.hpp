@@ -44,7 +44,7 @@ inline constexpr TileSizes kDecodeTiles{16, 128};
 inline constexpr index_t kGpuMinSplitKeys = 1024;  // keys a split keeps at least on the GPU
 // t on the GPU, whose key tiles are Bc keys (16 for the decode kernel): kGpuMinSplitKeys in tiles.
 constexpr index_t gpu_min_split_tiles(index_t Bc) {
-  return Bc >= kGpuMinSplitKeys ? 1 : kGpuMinSplitKeys / Bc;
+  return Bc <= 0 || Bc >= kGpuMinSplitKeys ? 1 : kGpuMinSplitKeys / Bc;
 }
 
 // b * h heads of n query rows against m keys, head dimension d.
