@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """kernel_resources.py — what ptxas gives each GPU kernel: registers, spills, static shared memory.
 
 For each CUDA launch file of a CUDA build (its compile command from compile_commands.json), it
@@ -52,12 +52,15 @@ def cu_commands(build, files):
         with open(path) as f:
             entries = json.load(f)
     except (OSError, ValueError) as e:
-        sys.exit(f"kernel_resources.py: cannot read {path}: {e}")
+        print(f"kernel_resources.py: cannot read {path}: {e}", file=sys.stderr)
+        sys.exit(2)
     wanted = {x.strip() for x in files.split(",") if x.strip()}
     out = [e for e in entries if e["file"].endswith(".cu")
            and (not wanted or os.path.basename(e["file"]) in wanted)]
     if not out:
-        sys.exit(f"kernel_resources.py: no .cu file of {sorted(wanted) or 'the build'} in {path}")
+        print(f"kernel_resources.py: no .cu file of {sorted(wanted) or 'the build'} in {path}",
+              file=sys.stderr)
+        sys.exit(2)
     return out
 
 

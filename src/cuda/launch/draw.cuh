@@ -1,7 +1,8 @@
 // draw.cuh — normal draws made on the device, for inputs and benchmarks that need no host copy:
 //   z_i      = splitmix64(key + i phi)       phi = 2^64 / golden ratio, key from (seed, array)
-//   u1, u2   = the top 24 bits of z_i (plus one) and its low 24 bits, times 2^-24: in (0, 1], [0,
-//   1) x_i      = round_E(sqrt(-2 ln u1) cos(2 pi u2))       Box-Muller: x_i ~ N(0, 1)
+//   u1, u2   = (the top 24 bits of z_i, plus one) and its low 24 bits, times 2^-24
+//              (u1 in (0, 1], u2 in [0, 1))
+//   x_i      = round_E(sqrt(-2 ln u1) cos(2 pi u2))       Box-Muller: x_i ~ N(0, 1)
 // Not torch.randn's values (that is the host's business); the same on every run and GPU.
 #pragma once
 

@@ -157,6 +157,15 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, DqCut::keys>,
                      HopperBwdSmem<kD, kBr, DqCut::keys>::kBytes);
     }
+    // A setting asked for that no kernel above was built with (an overlap or cut at another d or
+    // Br, or in fp16) is refused, not run as the default under its name.
+    const bool other_cut =
+        steps.dq_by_columns >= 0 && (steps.dq_by_columns == 1) != (kCut == DqCut::columns);
+    if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_overlap(kD, kBr)) || other_cut)
+      throw CudaError("hopper's backward has no kernel for overlap " +
+                      std::to_string(steps.bwd_overlap) + ", dq_by_columns " +
+                      std::to_string(steps.dq_by_columns) + " at d = " + std::to_string(kD) +
+                      ", Br = " + std::to_string(kBr) + " in this element type");
     return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr>, bytes);
   }
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it
