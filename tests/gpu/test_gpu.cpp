@@ -704,6 +704,36 @@ double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
 
 }  // namespace
 
+// Every backward setting `flashdemo ladder --steps` times is graded as the rung is: bf16, both
+// head dims, causal bottom-right and not, against the naive backward by the 2x rule (O and L from
+// the rung's own forward).
+TEST_CASE("hopper's steps: every backward setting passes the correctness rule") {
+  for (index_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      const RungCase c{2, 3, 333, 290, d};
+      const AttnParams p{causal, causal ? CausalAlign::bottom_right : CausalAlign::top_left, {}};
+      Heads<float> in = random_heads<float>(Case{c.b, c.h, c.n, c.m, c.d, 64, 64}, 31);
+      for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
+      RungGradients g = rung_gradients(Impl::hopper, Precision::bf16, c, p, in, false);
+      for (cuda::HopperStep step : cuda::hopper_steps(cuda::Pass::bwd, d, Precision::bf16)) {
+        INFO("d " << d << " causal " << causal << " step " << int(step));
+        cuda::hopper_backward_steps<float>(
+            {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none},
+            cuda::hopper_bwd_setting(step), in.Q.data(), in.K.data(), in.V.data(), g.O.data(),
+            g.L.data(), in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data());
+        for (index_t h = 0; h < c.b * c.h; ++h) {
+          const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                         head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
+          const test::Outputs<float> got{
+              head(g.O, h, c.n, c.d), Eigen::Map<const Vec<float>>(g.L.data() + h * c.n, c.n),
+              head(g.dQ, h, c.n, c.d), head(g.dK, h, c.m, c.d), head(g.dV, h, c.m, c.d)};
+          test::check_outputs(got, test::Expected<float>(one, Precision::bf16),
+                              "hopper backward step", Precision::bf16);
+        }
+      }
+    }
+}
+
 // What `flashdemo ladder --steps` times: every setting cuda::hopper_steps lists runs on a small
 // case (the rung's choice first; the backward's variants in bf16 only, each d its own).
 TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that runs") {

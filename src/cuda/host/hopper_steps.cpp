@@ -21,11 +21,9 @@ std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p) {
   return steps;
 }
 
-namespace {
-
 // The backward's settings (HopperBwdSteps: bulk_dq, dq_by_columns, overlap bits, Br; -1 the
 // rung's default), by step.
-HopperBwdSteps backward_setting(HopperStep step) {
+HopperBwdSteps hopper_bwd_setting(HopperStep step) {
   switch (step) {
     case HopperStep::bwd_atomics:
       return {false, -1, -1, -1};
@@ -48,15 +46,13 @@ HopperBwdSteps backward_setting(HopperStep step) {
   }
 }
 
-}  // namespace
-
 template <class T>
 Timing hopper_time_step(HopperStep step, Pass pass, const Shape& s, const AttnParams& params,
                         Variant v, const T* Q, const T* K, const T* V, const T* dO, int warmup,
                         int reps) {
   using S = HopperStep;
   if (pass == Pass::bwd)
-    return hopper_time_backward_steps(s, params, v, backward_setting(step), Q, K, V, dO, warmup,
+    return hopper_time_backward_steps(s, params, v, hopper_bwd_setting(step), Q, K, V, dO, warmup,
                                       reps);
   if (step == S::rung_choice) return rung_time(s, params, v, Impl::hopper, Q, K, V, warmup, reps);
   const bool ping_pong = step == S::fwd_ping_pong || step == S::fwd_both;

@@ -67,6 +67,8 @@ enum class HopperStep {
   bwd_dq_by_keys
 };
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p);
+// A backward step's setting (the forward's steps and rung_choice: the rung's default).
+HopperBwdSteps hopper_bwd_setting(HopperStep step);
 
 // The step's median time, host arrays in (dO for the backward), as the tests time each step.
 template <class T>
@@ -81,6 +83,13 @@ template <class T>
 void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
                    bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
                    const T* dO, T* dQ, T* dK, T* dV, T* D);
+
+// hopper's backward under one setting of its steps (hopper_bwd_setting), on host arrays as
+// rung_backward: what the tests grade each setting of `ladder --steps` with.
+template <class T>
+void hopper_backward_steps(const Shape& s, const AttnParams& params, Variant v,
+                           HopperBwdSteps steps, const T* Q, const T* K, const T* V, const T* O,
+                           const T* L, const T* dO, T* dQ, T* dK, T* dV);
 
 // CUDA-event times of rung `impl`'s backward (its own forward first, for O and L).
 template <class T>

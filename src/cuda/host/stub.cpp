@@ -59,6 +59,15 @@ template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool
                                   const float*, const float*, const float*, int, int);
 
 template <class T>
+void hopper_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps, const T*,
+                           const T*, const T*, const T*, const T*, const T*, T*, T*, T*) {
+  no_cuda();
+}
+template void hopper_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
+                                    const float*, const float*, const float*, const float*,
+                                    const float*, const float*, float*, float*, float*);
+
+template <class T>
 Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
                                   const T*, const T*, const T*, const T*, int, int) {
   no_cuda();

@@ -135,10 +135,14 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bo
   });
 }
 
+namespace {
+
+// The backward on host arrays: O and L uploaded (from any forward), dO given; dQ, dK, dV (and D
+// when asked) downloaded in fp32 sums. steps: hopper's settings (HopperBwdSteps, -1 defaults).
 template <class T>
-void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
-                   bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
-                   const T* dO, T* dQ, T* dK, T* dV, T* D) {
+void backward_on_host(const Shape& s, const AttnParams& params, Variant v, Impl impl,
+                      bool deterministic, HopperBwdSteps bwd, const T* Q, const T* K, const T* V,
+                      const T* O, const T* L, const T* dO, T* dQ, T* dK, T* dV, T* D) {
   with_element<T>(
       s, v, impl,
       [&](auto element) {
@@ -147,17 +151,40 @@ void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl imp
         p.O.upload(DeviceProblem<E>::converted(O, s.heads() * s.n * s.d).data());
         const std::vector<float> l(L, L + s.heads() * s.n);
         p.L.upload(l.data());
-        BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d));
-        launch_backward(p, g, deterministic);
+        BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d),
+                            bwd.Br > 0 ? index_t(bwd.Br) : 0);
+        HopperSteps steps;
+        steps.bulk_dq = int(bwd.bulk_dq), steps.dq_by_columns = bwd.dq_by_columns;
+        steps.bwd_overlap = bwd.overlap;
+        launch_backward(p, g, deterministic, steps);
         check_launch("the backward kernels");
         auto down = [](const DeviceArray<float>& x, T* out) {
           std::vector<float> h(x.count);
           x.download(h.data());
           std::copy(h.begin(), h.end(), out);
         };
-        down(g.dQ, dQ), down(g.dK, dK), down(g.dV, dV), down(g.D, D);
+        down(g.dQ, dQ), down(g.dK, dK), down(g.dV, dV);
+        if (D) down(g.D, D);
       },
       Pass::bwd);
+}
+
+}  // namespace
+
+template <class T>
+void rung_backward(const Shape& s, const AttnParams& params, Variant v, Impl impl,
+                   bool deterministic, const T* Q, const T* K, const T* V, const T* O, const T* L,
+                   const T* dO, T* dQ, T* dK, T* dV, T* D) {
+  backward_on_host(s, params, v, impl, deterministic, HopperBwdSteps{}, Q, K, V, O, L, dO, dQ, dK,
+                   dV, D);
+}
+
+template <class T>
+void hopper_backward_steps(const Shape& s, const AttnParams& params, Variant v,
+                           HopperBwdSteps steps, const T* Q, const T* K, const T* V, const T* O,
+                           const T* L, const T* dO, T* dQ, T* dK, T* dV) {
+  backward_on_host(s, params, v, Impl::hopper, false, steps, Q, K, V, O, L, dO, dQ, dK, dV,
+                   static_cast<T*>(nullptr));
 }
 
 template <class T>
@@ -258,6 +285,9 @@ template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const 
                           const float*, const float*, int, int);
 template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
                                   const float*, const float*, const float*, int, int);
+template void hopper_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
+                                    const float*, const float*, const float*, const float*,
+                                    const float*, const float*, float*, float*, float*);
 template Timing hopper_time_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
                                            const float*, const float*, const float*, const float*,
                                            int, int);
