@@ -157,21 +157,26 @@ RungGradients rung_gradients(Impl impl, Precision prec, const RungCase& c, const
   return g;
 }
 
-void check_rung_backward(Impl impl, Precision prec, const RungCase& c, const AttnParams& p,
-                         bool deterministic) {
-  const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
-  Heads<float> in = random_heads<float>(shape, 29);
-  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
-  const RungGradients g = rung_gradients(impl, prec, c, p, in, deterministic);
+// Every head's O, L, dQ, dK, dV against the naive backward in precision prec, by the 2x rule.
+void grade_heads(const Heads<float>& in, const RungGradients& g, const RungCase& c,
+                 const AttnParams& p, Precision prec, const std::string& what) {
   for (index_t h = 0; h < c.b * c.h; ++h) {
     const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
                                    head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
     const test::Outputs<float> got{
         head(g.O, h, c.n, c.d), Eigen::Map<const Vec<float>>(g.L.data() + h * c.n, c.n),
         head(g.dQ, h, c.n, c.d), head(g.dK, h, c.m, c.d), head(g.dV, h, c.m, c.d)};
-    test::check_outputs(got, test::Expected<float>(one, prec),
-                        std::string(impl_name(impl)) + " backward", prec);
+    test::check_outputs(got, test::Expected<float>(one, prec), what, prec);
   }
+}
+
+void check_rung_backward(Impl impl, Precision prec, const RungCase& c, const AttnParams& p,
+                         bool deterministic) {
+  const Case shape{c.b, c.h, c.n, c.m, c.d, 64, 64};
+  Heads<float> in = random_heads<float>(shape, 29);
+  for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
+  const RungGradients g = rung_gradients(impl, prec, c, p, in, deterministic);
+  grade_heads(in, g, c, p, prec, std::string(impl_name(impl)) + " backward");
 }
 
 // Every event of a forward trace, flattened to numbers, in order.
@@ -721,15 +726,7 @@ TEST_CASE("hopper's steps: every backward setting passes the correctness rule") 
             {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none},
             cuda::hopper_bwd_setting(step), in.Q.data(), in.K.data(), in.V.data(), g.O.data(),
             g.L.data(), in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data());
-        for (index_t h = 0; h < c.b * c.h; ++h) {
-          const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
-                                         head(in.V, h, c.m, c.d), head(in.dO, h, c.n, c.d), p};
-          const test::Outputs<float> got{
-              head(g.O, h, c.n, c.d), Eigen::Map<const Vec<float>>(g.L.data() + h * c.n, c.n),
-              head(g.dQ, h, c.n, c.d), head(g.dK, h, c.m, c.d), head(g.dV, h, c.m, c.d)};
-          test::check_outputs(got, test::Expected<float>(one, Precision::bf16),
-                              "hopper backward step", Precision::bf16);
-        }
+        grade_heads(in, g, c, p, Precision::bf16, "hopper backward step");
       }
     }
 }
