@@ -16,7 +16,6 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -221,10 +220,10 @@ void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ce
   }
 }
 
-// --steps: one setting of hopper's, timed (median ms) or not run and why.
+// --steps: one setting of hopper's, timed (median ms, the case's TFLOP/s at it) or not run and why.
 struct StepRow {
   cuda::HopperStep step;
-  std::optional<double> ms;
+  std::optional<double> ms, tflops;
   std::string why;  // in English (CUDA's words)
 };
 
@@ -259,11 +258,6 @@ std::string step_words(cuda::HopperStep step, index_t d, ui::Lang lang) {
   return fmt::format(fmt::runtime(ui::text(name_of(step).words, lang)), d);
 }
 
-double median_of(std::vector<double> ms) {
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
-}
-
 // Every setting of cuda::hopper_steps on the case, the rung's own choice first; inputs drawn as
 // the rungs' are (the same seed and precision).
 std::vector<StepRow> time_steps(const LadderOptions& o) {
@@ -273,14 +267,18 @@ std::vector<StepRow> time_steps(const LadderOptions& o) {
   const cuda::Shape s{o.b, o.h, o.n, o.keys(), o.d};
   const AttnParams params{o.causal, {}, {}};
   const Variant v{p, Mistake::none};
+  const double flops = bench::flops(c);
   std::vector<StepRow> rows;
   for (cuda::HopperStep step : cuda::hopper_steps(cuda_pass(o.pass), o.d, p)) {
-    StepRow r{step, {}, {}};
+    StepRow r{step, {}, {}, {}};
     try {
       const cuda::Timing t = cuda::hopper_time_step<float>(
           step, cuda_pass(o.pass), s, params, v, a.Q.data(), a.K.data(), a.V.data(),
           a.dO.empty() ? nullptr : a.dO.data(), int(o.warmup), int(o.reps));
-      if (!t.ms.empty()) r.ms = median_of(t.ms);
+      if (!t.ms.empty()) {
+        r.ms = bench::summarize(t.ms).median_ms;
+        r.tflops = flops / (*r.ms * 1e9);
+      }
     } catch (const cuda::CudaError& e) {
       r.why = e.what();
     }
@@ -296,7 +294,6 @@ std::optional<double> against_choice(const std::vector<StepRow>& rows, const Ste
 }
 
 void print_steps(const LadderOptions& o, const std::vector<StepRow>& rows) {
-  const double flops = bench::flops(case_for(o, dtype_precision(o.dtype)));
   ui::result(Msg::ladder_steps_head, precision_name(dtype_precision(o.dtype)),
              ui::tr(o.pass == bench::Pass::bwd ? Msg::ladder_bwd : Msg::ladder_fwd), o.warmup,
              o.reps);
@@ -310,13 +307,11 @@ void print_steps(const LadderOptions& o, const std::vector<StepRow>& rows) {
     }
     const std::optional<double> ratio = against_choice(rows, r);
     ui::result(Msg::ladder_steps_columns, words, fmt::format("{:.3f}", *r.ms),
-               fmt::format("{:.1f}", flops / (*r.ms * 1e9)),
-               ratio ? fmt::format("{:.2f}x", *ratio) : "");
+               fmt::format("{:.1f}", *r.tflops), ratio ? fmt::format("{:.2f}x", *ratio) : "");
   }
 }
 
 void emit_steps_json(const LadderOptions& o, const std::vector<StepRow>& rows) {
-  const double flops = bench::flops(case_for(o, dtype_precision(o.dtype)));
   for (const StepRow& r : rows) {
     nlohmann::json j = case_json(o, dtype_precision(o.dtype));
     j.update({{"event", "hopper_step"},
@@ -326,7 +321,7 @@ void emit_steps_json(const LadderOptions& o, const std::vector<StepRow>& rows) {
               {"measured", r.ms.has_value()},
               {"why", r.why}});
     j["median_ms"] = r.ms ? nlohmann::json(*r.ms) : nlohmann::json(nullptr);
-    j["tflops"] = r.ms ? nlohmann::json(flops / (*r.ms * 1e9)) : nlohmann::json(nullptr);
+    j["tflops"] = r.tflops ? nlohmann::json(*r.tflops) : nlohmann::json(nullptr);
     const std::optional<double> ratio = against_choice(rows, r);
     j["vs_rung_choice"] = ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr);
     ui::out() << j.dump() << "\n";

@@ -57,8 +57,9 @@ def cu_commands(build, files):
     wanted = {x.strip() for x in files.split(",") if x.strip()}
     out = [e for e in entries if e["file"].endswith(".cu")
            and (not wanted or os.path.basename(e["file"]) in wanted)]
-    if not out:
-        print(f"kernel_resources.py: no .cu file of {sorted(wanted) or 'the build'} in {path}",
+    missing = wanted - {os.path.basename(e["file"]) for e in out}
+    if not out or missing:
+        print(f"kernel_resources.py: no .cu file {sorted(missing) or 'at all'} in {path}",
               file=sys.stderr)
         sys.exit(2)
     return out
@@ -144,4 +145,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:  # the reader stopped early (| head): not an error of ours
+        sys.stderr.close()
+        sys.exit(0)

@@ -8,56 +8,73 @@
 #include "cuda/host/rungs_api.hpp"
 
 namespace fd::cuda {
+namespace {
+
+// One table of the settings: where each applies (the pass; d, 0 for any; whether only bf16 has
+// its kernel) and what it sets: the forward's (ping-pong, overlap), or the backward's
+// HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Br; -1 the rung's
+// default). rung_choice stands once per pass, with every switch at the default.
+struct StepSetting {
+  HopperStep step;
+  Pass pass;
+  index_t d;
+  bool bf16_only;
+  bool ping_pong, overlap;
+  HopperBwdSteps bwd;
+};
+constexpr StepSetting kSettings[] = {
+    {HopperStep::rung_choice, Pass::fwd, 0, false, false, false, {}},
+    {HopperStep::fwd_none, Pass::fwd, 0, false, false, false, {}},
+    {HopperStep::fwd_overlap, Pass::fwd, 0, false, false, true, {}},
+    {HopperStep::fwd_ping_pong, Pass::fwd, 0, false, true, false, {}},
+    {HopperStep::fwd_both, Pass::fwd, 0, false, true, true, {}},
+    {HopperStep::rung_choice, Pass::bwd, 0, false, false, false, {}},
+    {HopperStep::bwd_atomics, Pass::bwd, 0, false, false, false, {false, -1, -1, -1}},
+    {HopperStep::bwd_none, Pass::bwd, 0, true, false, false, {true, -1, 0, -1}},
+    {HopperStep::bwd_p, Pass::bwd, 0, true, false, false, {true, -1, 1, -1}},
+    {HopperStep::bwd_dq, Pass::bwd, 0, true, false, false, {true, -1, 2, -1}},
+    {HopperStep::bwd_p_dq, Pass::bwd, 0, true, false, false, {true, -1, 3, -1}},
+    {HopperStep::bwd_next, Pass::bwd, 64, true, false, false, {true, -1, 5, -1}},  // P and Next
+    {HopperStep::bwd_br128, Pass::bwd, 64, true, false, false, {true, -1, -1, 128}},
+    {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, false, false, {true, 0, -1, -1}},
+};
+
+// The step's row for the pass; a step of the other pass: the pass's rung_choice (its first row).
+const StepSetting& setting(HopperStep step, Pass pass) {
+  const StepSetting* first = nullptr;
+  for (const StepSetting& x : kSettings) {
+    if (x.pass != pass) continue;
+    if (!first) first = &x;
+    if (x.step == step) return x;
+  }
+  return *first;
+}
+
+}  // namespace
 
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p) {
-  using S = HopperStep;
-  if (pass == Pass::fwd)
-    return {S::rung_choice, S::fwd_none, S::fwd_overlap, S::fwd_ping_pong, S::fwd_both};
-  std::vector<S> steps = {S::rung_choice, S::bwd_atomics};
-  if (p != Precision::bf16) return steps;  // the other variants are built in bf16 only
-  steps.insert(steps.end(), {S::bwd_none, S::bwd_p, S::bwd_dq, S::bwd_p_dq});
-  if (d == 64) steps.insert(steps.end(), {S::bwd_next, S::bwd_br128});
-  if (d == 128) steps.push_back(S::bwd_dq_by_keys);
+  std::vector<HopperStep> steps;
+  for (const StepSetting& x : kSettings)
+    if (x.pass == pass && (x.d == 0 || x.d == d) && (!x.bf16_only || p == Precision::bf16))
+      steps.push_back(x.step);
   return steps;
 }
 
-// The backward's settings (HopperBwdSteps: bulk_dq, dq_by_columns, overlap bits, Br; -1 the
-// rung's default), by step.
 HopperBwdSteps hopper_bwd_setting(HopperStep step) {
-  switch (step) {
-    case HopperStep::bwd_atomics:
-      return {false, -1, -1, -1};
-    case HopperStep::bwd_none:
-      return {true, -1, 0, -1};
-    case HopperStep::bwd_p:
-      return {true, -1, 1, -1};
-    case HopperStep::bwd_dq:
-      return {true, -1, 2, -1};
-    case HopperStep::bwd_p_dq:
-      return {true, -1, 3, -1};
-    case HopperStep::bwd_next:
-      return {true, -1, 5, -1};  // P and Next
-    case HopperStep::bwd_br128:
-      return {true, -1, -1, 128};
-    case HopperStep::bwd_dq_by_keys:
-      return {true, 0, -1, -1};
-    default:
-      return {};
-  }
+  return setting(step, Pass::bwd).bwd;
 }
 
 template <class T>
 Timing hopper_time_step(HopperStep step, Pass pass, const Shape& s, const AttnParams& params,
                         Variant v, const T* Q, const T* K, const T* V, const T* dO, int warmup,
                         int reps) {
-  using S = HopperStep;
   if (pass == Pass::bwd)
     return hopper_time_backward_steps(s, params, v, hopper_bwd_setting(step), Q, K, V, dO, warmup,
                                       reps);
-  if (step == S::rung_choice) return rung_time(s, params, v, Impl::hopper, Q, K, V, warmup, reps);
-  const bool ping_pong = step == S::fwd_ping_pong || step == S::fwd_both;
-  const bool overlap = step == S::fwd_overlap || step == S::fwd_both;
-  return hopper_time_steps(s, params, v, ping_pong, overlap, Q, K, V, warmup, reps);
+  if (step == HopperStep::rung_choice)
+    return rung_time(s, params, v, Impl::hopper, Q, K, V, warmup, reps);
+  const StepSetting& x = setting(step, Pass::fwd);
+  return hopper_time_steps(s, params, v, x.ping_pong, x.overlap, Q, K, V, warmup, reps);
 }
 
 template Timing hopper_time_step(HopperStep, Pass, const Shape&, const AttnParams&, Variant,
