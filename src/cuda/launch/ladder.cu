@@ -137,6 +137,14 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bo
 
 namespace {
 
+// The launcher's switches for one of hopper's backward settings (its Br sets the arrays' tiling).
+HopperSteps launch_steps(HopperBwdSteps bwd) {
+  HopperSteps steps;
+  steps.bulk_dq = int(bwd.bulk_dq), steps.dq_by_columns = bwd.dq_by_columns;
+  steps.bwd_overlap = bwd.overlap;
+  return steps;
+}
+
 // The backward on host arrays: O and L uploaded (from any forward), dO given; dQ, dK, dV (and D
 // when asked) downloaded in fp32 sums. steps: hopper's settings (HopperBwdSteps, -1 defaults).
 template <class T>
@@ -153,10 +161,7 @@ void backward_on_host(const Shape& s, const AttnParams& params, Variant v, Impl 
         p.L.upload(l.data());
         BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d),
                             bwd.Br > 0 ? index_t(bwd.Br) : 0);
-        HopperSteps steps;
-        steps.bulk_dq = int(bwd.bulk_dq), steps.dq_by_columns = bwd.dq_by_columns;
-        steps.bwd_overlap = bwd.overlap;
-        launch_backward(p, g, deterministic, steps);
+        launch_backward(p, g, deterministic, launch_steps(bwd));
         check_launch("the backward kernels");
         auto down = [](const DeviceArray<float>& x, T* out) {
           std::vector<float> h(x.count);
@@ -217,9 +222,7 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
         check_launch("the forward kernel");
         BackwardArrays<E> g(p, DeviceProblem<E>::converted(dO, s.heads() * s.n * s.d),
                             bwd.Br > 0 ? index_t(bwd.Br) : 0);
-        HopperSteps steps;
-        steps.bulk_dq = int(bwd.bulk_dq), steps.dq_by_columns = bwd.dq_by_columns;
-        steps.bwd_overlap = bwd.overlap;
+        const HopperSteps steps = launch_steps(bwd);
         return time_events([&] { launch_backward(p, g, false, steps); }, warmup, reps);
       },
       Pass::bwd);
