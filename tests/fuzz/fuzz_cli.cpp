@@ -10,8 +10,8 @@
 //     temporary is left behind.
 // Skipped inputs, so that a run stays quick and inside the scratch directory: an absolute path or
 // one through '..' (the fuzzer runs as whatever user CI is), a number of four or more digits or
-// in hex, binary or octal notation (a size the tool accepts would be slow, not wrong;
-// tests/cli/test_usage.cpp covers the huge and negative ones), and `bench` (it times).
+// in hex, binary or octal notation, a command line asking for much work (small_enough below;
+// tests/cli/test_usage.cpp covers the huge and negative sizes), and `bench` (it times).
 // Build: cmake -DFLASHDEMO_FUZZ=ON with clang; run it in a scratch directory holding a few .npy
 // files (.ci/run copies tests/fuzz/files): build/fuzz/fuzz_cli tests/fuzz/corpus/cli
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include <map>
 #include <sstream>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -50,6 +51,41 @@ bool acceptable(const std::string& arg) {
   return true;
 }
 
+// The most work a run is given, so that every run is quick under the fuzz tree's sanitizers (a
+// size the tool accepts would be slow, not wrong: `ring --n 400 --m 400 --d 64 --pass bwd` took
+// 14 s, `backward --n 999 --d 2` 17 s, a default-sized `decode` 27 s; .ci/run's timeout, which
+// is there to catch a hang, is 30 s, and what is left runs in under 10 s):
+//   - no number above kLargest (n = 999 gives the tile demos thousands of traced tiles);
+//   - the numbers multiply to at most kMostWork (n m d, times b h or ranks where given; a run of
+//     digits counts as at least 1): 2^20 is n = m = 128, d = 64;
+//   - ring and decode only with the size they default large given (--n 1024 for ring, --m 65536
+//     for decode).
+constexpr double kLargest = 256, kMostWork = 1 << 20;
+
+bool small_enough(const std::vector<std::string>& args) {
+  double product = 1;
+  for (const std::string& arg : args)
+    for (std::size_t k = 0; k < arg.size();) {
+      std::size_t end = k;
+      while (end < arg.size() && std::isdigit(static_cast<unsigned char>(arg[end]))) ++end;
+      const double number = end > k ? std::stod(arg.substr(k, end - k)) : 1;
+      if (number > kLargest) return false;
+      product *= std::max(1.0, number);
+      k = std::max(end, k + 1);
+    }
+  const auto given = [&](const std::string& option) {
+    for (const std::string& arg : args)
+      if (arg == option || arg.rfind(option + "=", 0) == 0) return true;
+    return false;
+  };
+  const auto runs = [&](const std::string& sub) {
+    return std::find(args.begin(), args.end(), sub) != args.end();
+  };
+  if (runs("ring") && !given("--n")) return false;
+  if (runs("decode") && !given("--m")) return false;
+  return product <= kMostWork;
+}
+
 // The arguments, one per line; false when the input is not one we run (see above).
 bool split(const std::uint8_t* data, std::size_t size, std::vector<std::string>& args) {
   std::string cur;
@@ -63,7 +99,7 @@ bool split(const std::uint8_t* data, std::size_t size, std::vector<std::string>&
       cur += char(data[k]);
     }
   }
-  return args.size() <= 16;
+  return args.size() <= 16 && small_enough(args);
 }
 
 struct Captured {
