@@ -127,8 +127,6 @@ struct Buffer {
   };
   std::unique_ptr<T[], Free> data;
   std::size_t capacity = 0;
-  Buffer() = default;
-  explicit Buffer(index_t count) { ensure(count); }
   // Room for count entries (their contents undefined when the buffer grows).
   T* ensure(index_t count) {
     if (std::size_t(count) <= capacity && data) return data.get();
@@ -174,8 +172,15 @@ void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
   for (index_t j = 0; j < t.Tc(); ++j) {
     const Range cols = t.cols(j);
     T* tile = out.data + j * d * out.bcp;
-    for (index_t c = 0; c < cols.size(); ++c)
-      for (index_t x = 0; x < d; ++x) tile[x * out.bcp + c] = X[(cols.begin + c) * d + x];
+    // In strips of kStrip dimensions: a key's strip is one cache line read, and the strip's
+    // kStrip rows of the tile stay in L1 while every key writes its column (key by key over all
+    // d dimensions, each write touched another line: 7 % of a one-thread forward at d = 128).
+    constexpr index_t kStrip = 64 / index_t(sizeof(T));
+    for (index_t x0 = 0; x0 < d; x0 += kStrip) {
+      const index_t x1 = std::min(d, x0 + kStrip);
+      for (index_t c = 0; c < cols.size(); ++c)
+        for (index_t x = x0; x < x1; ++x) tile[x * out.bcp + c] = X[(cols.begin + c) * d + x];
+    }
     for (index_t x = 0; x < d; ++x)  // zeros past the tile's last key
       std::fill(tile + x * out.bcp + cols.size(), tile + (x + 1) * out.bcp, T(0));
   }
@@ -329,25 +334,47 @@ std::vector<Item> backward_items(const Tiling& t, const Mask& mask, Split sp, in
 }
 
 // The partial sums of one group of heads: per head, per band, dQ (n x d, double), and per chunk,
-// dK and dV (m x d, unscaled).
+// dK and dV (m x d, unscaled), in buffers the caller keeps (Workspace).
 template <class T>
 struct Partials {
   index_t n, m, d;
   Split sp;
-  Buffer<double> dQ;
-  Buffer<T> dK, dV;
-  Partials(index_t G, index_t n_, index_t m_, index_t d_, Split s)
-      : n(n_),
-        m(m_),
-        d(d_),
-        sp(s),
-        dQ(G * s.bands * n * d),
-        dK(G * s.chunks * m * d),
-        dV(G * s.chunks * m * d) {}
+  double* dQ;
+  T *dK, *dV;
   double* dQ_of(index_t x, index_t b) const { return dQ + (x * sp.bands + b) * n * d; }
   T* dK_of(index_t x, index_t c) const { return dK + (x * sp.chunks + c) * m * d; }
   T* dV_of(index_t x, index_t c) const { return dV + (x * sp.chunks + c) * m * d; }
 };
+
+// What a call needs beyond each thread's tiles, kept by the calling thread for its next call and
+// grown on demand: its first touch (a page fault per fresh page, the kernel zeroing it) was paid
+// on every call, 7 % of a one-thread forward at n = 4096, d = 128 (the K^T packs) and more of a
+// backward (its partials, 64 MiB there). Held until the thread ends: at most what the largest call
+// so far needed.
+template <class T>
+struct Workspace {
+  std::vector<Packed<T>> Kt, Vp;        // the forward's packs, per head of a group
+  std::vector<BackwardPacks<T>> packs;  // the backward's
+  Buffer<double> dQ;                    // the backward's partials
+  Buffer<T> dK, dV;
+};
+
+template <class T>
+Workspace<T>& workspace() {
+  static thread_local Workspace<T> kept;
+  return kept;
+}
+
+template <class T>
+Partials<T> partials_in(Workspace<T>& ws, index_t G, index_t n, index_t m, index_t d, Split sp) {
+  return {n,
+          m,
+          d,
+          sp,
+          ws.dQ.ensure(G * sp.bands * n * d),
+          ws.dK.ensure(G * sp.chunks * m * d),
+          ws.dV.ensure(G * sp.chunks * m * d)};
+}
 
 // One key tile j of one head against the query tiles `queries`: dK_j and dV_j over those rows
 // (unscaled, into dK, dV at j's keys), and dQ += dS K_j for them (unscaled, in double).
@@ -461,7 +488,9 @@ void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, 
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
   const index_t G = group_size(s.heads(), t.Tr(), thread_count(o.threads), 4);
-  std::vector<Packed<T>> Kt(static_cast<std::size_t>(G)), Vp(static_cast<std::size_t>(G));
+  Workspace<T>& ws = workspace<T>();
+  if (ws.Kt.size() < std::size_t(G)) ws.Kt.resize(std::size_t(G)), ws.Vp.resize(std::size_t(G));
+  std::vector<Packed<T>>&Kt = ws.Kt, &Vp = ws.Vp;
 #pragma omp parallel num_threads(thread_count(o.threads))
   {
     std::vector<T> S(std::size_t(t.Br * padded<T>(t.Bc))), Oi(std::size_t(t.Br * padded<T>(s.d)));
@@ -494,8 +523,10 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
   const Split sp = split_for(t);
   const index_t G = group_size(s.heads(), sp.bands * sp.chunks, threads, 4);
-  std::vector<BackwardPacks<T>> packs(static_cast<std::size_t>(G));
-  Partials<T> partials(G, s.n, s.m, s.d, sp);
+  Workspace<T>& ws = workspace<T>();
+  if (ws.packs.size() < std::size_t(G)) ws.packs.resize(std::size_t(G));
+  std::vector<BackwardPacks<T>>& packs = ws.packs;
+  Partials<T> partials = partials_in(ws, G, s.n, s.m, s.d, sp);
   std::vector<Item> items;
 #pragma omp parallel num_threads(int(threads))
   {

@@ -33,6 +33,9 @@
 // grouped by them). Measured on the H200 host's
 // Xeon (docs/performance.md): 128 x 256 beat 256 x 256 in the forward (more query tiles to
 // share, causal ones uneven) and 128 x 128 beat 128 x 256 and 256 x 256 in the backward.
+// Memory: the packs and the backward's partials are kept by the calling thread for its next call
+// (grown on demand, held until the thread ends): a call touches no fresh pages once one as large
+// has run.
 // Layout: (b, h, rows, d) row-major; L and D: (b, h, n).
 #pragma once
 
