@@ -437,29 +437,38 @@ void backward_item(const Mask& mask, const Tiling& t, T scale, const T* Q, const
 
 // dQ = scale sum_b dQ_b,  dK = scale sum_c dK_c,  dV = sum_c dV_c: in double, in band and chunk
 // order, each rounded once; rows shared between the threads (called inside a parallel region).
+// A row's d sums run side by side (whole rows of each partial, in vectors), each entry still
+// summed from 0 in band or chunk order.
 template <class T>
 void reduce_partials(Partials<T>& ps, index_t g, T scale, T* dQ, T* dK, T* dV) {
   const index_t d = ps.d;
+  std::vector<double> sk(static_cast<std::size_t>(d)), sv(static_cast<std::size_t>(d));
 #pragma omp for schedule(static)
   for (index_t r = 0; r < g * ps.n; ++r) {
     const index_t x = r / ps.n, row = r % ps.n;
-    for (index_t k = 0; k < d; ++k) {
-      double sum = 0;
-      for (index_t b = 0; b < ps.sp.bands; ++b) sum += ps.dQ_of(x, b)[row * d + k];
-      dQ[r * d + k] = T(double(scale) * sum);  // dQ = scale dS K
+    std::fill(sk.begin(), sk.end(), 0.0);
+    for (index_t b = 0; b < ps.sp.bands; ++b) {
+      const double* part = ps.dQ_of(x, b) + row * d;
+      for (index_t k = 0; k < d; ++k) sk[std::size_t(k)] += part[k];
     }
+    for (index_t k = 0; k < d; ++k)
+      dQ[r * d + k] = T(double(scale) * sk[std::size_t(k)]);  // dQ = scale dS K
   }
 #pragma omp for schedule(static)
   for (index_t r = 0; r < g * ps.m; ++r) {
     const index_t x = r / ps.m, row = r % ps.m;
-    for (index_t k = 0; k < d; ++k) {
-      double sk = 0, sv = 0;
-      for (index_t c = 0; c < ps.sp.chunks; ++c) {
-        sk += double(ps.dK_of(x, c)[row * d + k]);
-        sv += double(ps.dV_of(x, c)[row * d + k]);
+    std::fill(sk.begin(), sk.end(), 0.0);
+    std::fill(sv.begin(), sv.end(), 0.0);
+    for (index_t c = 0; c < ps.sp.chunks; ++c) {
+      const T *part_k = ps.dK_of(x, c) + row * d, *part_v = ps.dV_of(x, c) + row * d;
+      for (index_t k = 0; k < d; ++k) {
+        sk[std::size_t(k)] += double(part_k[k]);
+        sv[std::size_t(k)] += double(part_v[k]);
       }
-      dK[r * d + k] = T(double(scale) * sk);  // dK = scale dS^T Q
-      dV[r * d + k] = T(sv);
+    }
+    for (index_t k = 0; k < d; ++k) {
+      dK[r * d + k] = T(double(scale) * sk[std::size_t(k)]);  // dK = scale dS^T Q
+      dV[r * d + k] = T(sv[std::size_t(k)]);
     }
   }
 }
