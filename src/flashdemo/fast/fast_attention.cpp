@@ -365,6 +365,13 @@ Workspace<T>& workspace() {
   return kept;
 }
 
+// Room for G heads' packs in a kept list (the packs keep their buffers).
+template <class P>
+std::vector<P>& packs_for(std::vector<P>& kept, index_t G) {
+  if (kept.size() < std::size_t(G)) kept.resize(std::size_t(G));
+  return kept;
+}
+
 template <class T>
 Partials<T> partials_in(Workspace<T>& ws, index_t G, index_t n, index_t m, index_t d, Split sp) {
   return {n,
@@ -498,8 +505,7 @@ void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, 
   const T scale = T(p.scale_for(s.d));
   const index_t G = group_size(s.heads(), t.Tr(), thread_count(o.threads), 4);
   Workspace<T>& ws = workspace<T>();
-  if (ws.Kt.size() < std::size_t(G)) ws.Kt.resize(std::size_t(G)), ws.Vp.resize(std::size_t(G));
-  std::vector<Packed<T>>&Kt = ws.Kt, &Vp = ws.Vp;
+  std::vector<Packed<T>>&Kt = packs_for(ws.Kt, G), &Vp = packs_for(ws.Vp, G);
 #pragma omp parallel num_threads(thread_count(o.threads))
   {
     std::vector<T> S(std::size_t(t.Br * padded<T>(t.Bc))), Oi(std::size_t(t.Br * padded<T>(s.d)));
@@ -533,8 +539,7 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const Split sp = split_for(t);
   const index_t G = group_size(s.heads(), sp.bands * sp.chunks, threads, 4);
   Workspace<T>& ws = workspace<T>();
-  if (ws.packs.size() < std::size_t(G)) ws.packs.resize(std::size_t(G));
-  std::vector<BackwardPacks<T>>& packs = ws.packs;
+  std::vector<BackwardPacks<T>>& packs = packs_for(ws.packs, G);
   Partials<T> partials = partials_in(ws, G, s.n, s.m, s.d, sp);
   std::vector<Item> items;
 #pragma omp parallel num_threads(int(threads))
