@@ -245,6 +245,8 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::bwd_dq, "bwd_dq", Msg::step_bwd_dq},
     {cuda::HopperStep::bwd_p_dq, "bwd_p_dq", Msg::step_bwd_p_dq},
     {cuda::HopperStep::bwd_next, "bwd_next", Msg::step_bwd_next},
+    {cuda::HopperStep::bwd_k_registers, "bwd_k_registers", Msg::step_bwd_k_registers},
+    {cuda::HopperStep::bwd_kv_registers, "bwd_kv_registers", Msg::step_bwd_kv_registers},
     {cuda::HopperStep::bwd_br128, "bwd_br128", Msg::step_bwd_br128},
     {cuda::HopperStep::bwd_dq_by_keys, "bwd_dq_by_keys", Msg::step_bwd_dq_by_keys},
 };

@@ -771,9 +771,11 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
         for (W way :
              {W{false, -1, -1, -1}, W{true, 0, -1, -1}, W{true, 1, -1, -1}, W{true, -1, 0, -1},
               W{true, -1, 1, -1}, W{true, -1, 2, -1}, W{true, -1, 3, -1}, W{true, -1, 0, 128},
-              W{true, -1, 1, 128}, W{true, -1, 3, 128}, W{true, -1, 4, -1}, W{true, -1, 5, -1}}) {
+              W{true, -1, 1, 128}, W{true, -1, 3, 128}, W{true, -1, 4, -1}, W{true, -1, 5, -1},
+              W{true, -1, -1, -1, 1}, W{true, -1, -1, -1, 2}}) {
           if (way.dq_by_columns >= 0 && d != 128) continue;  // (d = 64: one cut a Br)
           if (way.overlap >= 4 && d != 64) continue;         // (the pipeline: d = 64 only)
+          if (way.held > 0 && d != 64) continue;             // (K_j, V_j held: d = 64 only)
           if (way.Br > 0 && d != 64) continue;               // (d = 128: Br = 64 only)
           auto t = cuda::hopper_time_backward_steps<float>(
               {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
@@ -782,8 +784,9 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
           const double ms = t.ms[t.ms.size() / 2];
           MESSAGE("hopper backward n=" << n << " d=" << d << " causal=" << causal << " bulk_dq="
                                        << way.bulk_dq << " by_columns=" << way.dq_by_columns
-                                       << " overlap=" << way.overlap << " Br=" << way.Br << ": "
-                                       << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
+                                       << " overlap=" << way.overlap << " Br=" << way.Br
+                                       << " held=" << way.held << ": " << ms << " ms, "
+                                       << flops / ms / 1e9 << " TFLOP/s");
         }
       }
 }

@@ -3,7 +3,8 @@
 //   forward    (ping-pong, overlap) in {0, 1}^2                            hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 the pipeline across tiles (P and
-//              Next) and Br = 128; at d = 128 dQ cut by keys               hopper_backward.cuh
+//              Next), K_j (and V_j) held in registers, and Br = 128; at d = 128 dQ cut by keys
+//                                                                          hopper_backward.cuh
 // The rung's own choice at d (its per-d defaults) comes first: the base each step is read against.
 #include "cuda/host/rungs_api.hpp"
 
@@ -35,6 +36,8 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_dq, Pass::bwd, 0, true, false, false, {true, -1, 2, -1}},
     {HopperStep::bwd_p_dq, Pass::bwd, 0, true, false, false, {true, -1, 3, -1}},
     {HopperStep::bwd_next, Pass::bwd, 64, true, false, false, {true, -1, 5, -1}},  // P and Next
+    {HopperStep::bwd_k_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, -1, 1}},
+    {HopperStep::bwd_kv_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, -1, 2}},
     {HopperStep::bwd_br128, Pass::bwd, 64, true, false, false, {true, -1, -1, 128}},
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, false, false, {true, 0, -1, -1}},
 };

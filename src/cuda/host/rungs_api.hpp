@@ -40,6 +40,7 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bo
 struct HopperBwdSteps {
   bool bulk_dq = true;
   int dq_by_columns = -1, overlap = -1, Br = -1;
+  int held = 0;  // rows of K_j (1), of K_j and V_j (2) in registers (HopperSteps::bwd_held)
 };
 template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,
@@ -48,8 +49,8 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 
 // hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
 // d, then its forward with overlap and ping-pong each on or off, or its backward with dQ added by
-// atomics, the overlaps bit by bit, and, where the rung has them, the pipeline across tiles and
-// Br = 128 (d = 64) or the cut of dQ by keys (d = 128). The backward's variants beyond atomics
+// atomics, the overlaps bit by bit, and, where the rung has them, the pipeline across tiles, K_j
+// (and V_j) held in registers and Br = 128 (d = 64) or the cut of dQ by keys (d = 128). The backward's variants beyond atomics
 // are built in bf16 only: in fp16 the list stops there.
 enum class HopperStep {
   rung_choice,
@@ -63,6 +64,8 @@ enum class HopperStep {
   bwd_dq,
   bwd_p_dq,
   bwd_next,
+  bwd_k_registers,
+  bwd_kv_registers,
   bwd_br128,
   bwd_dq_by_keys
 };

@@ -132,6 +132,15 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, W::atomics, kBr>, bytes);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
+      // K_j, or K_j and V_j, held in registers beside the overlaps: at d = 64 only (at d = 128
+      // K_j alone, 224 of the 240 registers by count, spilled 76 bytes and serialized its wgmma)
+      if constexpr (kD == 64 && kBr == 64) {
+        constexpr int K = kBwdKRegisters, V = kBwdVRegisters, O = hopper_bwd_overlap(kD, kBr);
+        if (steps.bwd_held == 1 && steps.bwd_overlap < 0)
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O | K>, bytes);
+        if (steps.bwd_held == 2 && steps.bwd_overlap < 0)
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O | K | V>, bytes);
+      }
       switch (steps.bwd_overlap) {
         case 0:
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, 0>, bytes);
@@ -161,10 +170,12 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     // Br, or in fp16) is refused, not run as the default under its name.
     const bool other_cut =
         steps.dq_by_columns >= 0 && (steps.dq_by_columns == 1) != (kCut == DqCut::columns);
-    if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_overlap(kD, kBr)) || other_cut)
+    if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_overlap(kD, kBr)) || other_cut ||
+        steps.bwd_held != 0)
       throw CudaError("hopper's backward has no kernel for overlap " +
                       std::to_string(steps.bwd_overlap) + ", dq_by_columns " +
-                      std::to_string(steps.dq_by_columns) + " at d = " + std::to_string(kD) +
+                      std::to_string(steps.dq_by_columns) + ", held " +
+                      std::to_string(steps.bwd_held) + " at d = " + std::to_string(kD) +
                       ", Br = " + std::to_string(kBr) + " in this element type");
     return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr>, bytes);
   }

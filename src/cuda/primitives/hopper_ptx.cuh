@@ -5,7 +5,8 @@
 //              the host) into shared memory, 128-byte swizzled, rows past the tensor zero-filled
 //   wgmma      warpgroup MMA, asynchronous: D (64 x N, fp32) += A B with A from shared memory
 //              or registers and B from shared memory, each operand in shared memory named by a
-//              64-bit descriptor (address, strides, swizzle); fence, commit and wait order them
+//              64-bit descriptor (address, strides, swizzle); fence, commit and wait order them;
+//              Operand: a tile's descriptor built once, moved along the tile by one add
 //   setmaxnreg moves registers between warpgroups (the copy warpgroup needs few)
 //   bar.sync / bar.arrive on named barriers: two consumer warpgroups take turns at the tensor
 //              cores
@@ -153,6 +154,25 @@ __device__ inline std::uint64_t smem_descriptor(const void* p, unsigned leading_
          std::uint64_t((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t(1) << 62;
 }
 
+// An operand tile's descriptor built once, then moved along the tile: adding bytes / 16 to the
+// start-address field (bits 0-13) gives the descriptor of the address `bytes` further on, as long
+// as it stays below 256 KiB (no carry leaves the field). Built outside the loops, each wgmma's
+// descriptor then costs one add instead of smem_descriptor's masks and shifts (in the backward,
+// about 12 instructions a wgmma, 20 wgmma a step at d = 64).
+template <class E>
+struct Operand {
+  std::uint64_t desc;
+  // The descriptor `elements` further on (a multiple of 8: whole 16-byte units).
+  __device__ std::uint64_t at(int elements) const {
+    return desc + std::uint64_t(unsigned(elements) * unsigned(sizeof(E)) / 16u);
+  }
+  __device__ Operand plus(int elements) const { return Operand{at(elements)}; }
+};
+template <class E>
+__device__ inline Operand<E> operand(const E* p, unsigned leading_bytes, unsigned stride_bytes) {
+  return Operand<E>{smem_descriptor(p, leading_bytes, stride_bytes)};
+}
+
 __device__ inline void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -251,6 +271,16 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
                : ACC                                                                       \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
 
+// A from four registers, B K-major in shared memory (imm-trans-b 0), accumulate = scale-d as in
+// FD_WGMMA_SS: operands after the N / 2 accumulators a[0..3], b, accumulate.
+#define FD_WGMMA_RS_K(N, REGS, ACC, A0, B, ONE, T)                                         \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" ONE                                    \
+               ", 0;\n"                                                                    \
+               "wgmma.mma_async.sync.aligned.m64n" N "k16.f32." T "." T " " REGS ", {%" A0 \
+               "}, %" B ", p, 1, 1, 0;\n}\n"                                               \
+               : ACC                                                                       \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate))
+
 // D (64 x 128, fp32) = A B^T, + D when accumulate: A (64 x 16) and B (N x 16) K-major in
 // shared memory, each named by its descriptor.
 template <class E>
@@ -298,6 +328,17 @@ __device__ inline void wgmma_rs_n128(float (&d)[128 / 8][4], const std::uint32_t
     FD_WGMMA_RS("128", FD_REGS64, FD_ACC64, "64, %65, %66, %67", "68", "69", "bf16");
 }
 
+// D (64 x 64) = A B^T, + D when accumulate: A (64 x 16) in registers (mma.sync's A fragments,
+// warp by warp), B (64 x 16) K-major in shared memory.
+template <class E>
+__device__ inline void wgmma_rs_k_n64(float (&d)[64 / 8][4], const std::uint32_t (&a)[4],
+                                      std::uint64_t b, int accumulate) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_RS_K("64", FD_REGS32, FD_ACC32, "32, %33, %34, %35", "36", "37", "f16");
+  else
+    FD_WGMMA_RS_K("64", FD_REGS32, FD_ACC32, "32, %33, %34, %35", "36", "37", "bf16");
+}
+
 // D (64 x N) = A B^T for N = 64 or 128, both K-major in shared memory.
 template <class E, int N>
 __device__ inline void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b,
@@ -319,6 +360,7 @@ __device__ inline void wgmma_rs(float (&d)[N / 8][4], const std::uint32_t (&a)[4
     wgmma_rs_n64<E>(d, a, b);
 }
 
+#undef FD_WGMMA_RS_K
 #undef FD_WGMMA_RS
 #undef FD_WGMMA_SS
 #undef FD_REGS64

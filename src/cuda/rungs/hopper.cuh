@@ -149,16 +149,16 @@ struct Turns {
 //      the halves, which the loop steps over by the address
 //   stride 1024: from rows r .. r + 7 to rows r + 8 .. r + 15, 8 rows x 128 bytes (one swizzle
 //      atom); A's 64 rows are 8 such groups, B's 128 rows 16
+// Q and K arrive as descriptors of their tiles' first element (hopper_ptx::Operand, built once by
+// the kernel), and each step's start is added to them.
 template <class E, int kD>
-__device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], const E* sQ, const E* sK, int c) {
+__device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], hopper_ptx::Operand<E> Q,
+                                hopper_ptx::Operand<E> K, int c) {
   hopper_ptx::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < kD / 16; ++kk) {
-    const E* q = sQ + (kk / 4) * kHopperBr * 64 + c * 64 * 64 + (kk % 4) * 16;
-    const E* k = sK + (kk / 4) * kHopperBc * 64 + (kk % 4) * 16;
-    hopper_ptx::wgmma_ss_n128<E>(s, hopper_ptx::smem_descriptor(q, 16, 1024),
-                                 hopper_ptx::smem_descriptor(k, 16, 1024), kk > 0);
-  }
+  for (int kk = 0; kk < kD / 16; ++kk)
+    hopper_ptx::wgmma_ss_n128<E>(s, Q.at((kk / 4) * kHopperBr * 64 + c * 64 * 64 + (kk % 4) * 16),
+                                 K.at((kk / 4) * kHopperBc * 64 + (kk % 4) * 16), kk > 0);
   hopper_ptx::wgmma_commit();
 }
 
@@ -171,11 +171,11 @@ __device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], const E* sQ, const
 //   stride 1024: from keys 16 kt .. + 7 to the next 8 keys, 8 rows x 128 bytes
 template <class E, int kD>
 __device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[kHopperBc / 16][4],
-                                const E* sV) {
+                                hopper_ptx::Operand<E> V) {
   hopper_ptx::wgmma_fence();
 #pragma unroll
   for (int kt = 0; kt < kHopperBc / 16; ++kt) {
-    const std::uint64_t v = hopper_ptx::smem_descriptor(sV + kt * 16 * 64, kHopperBc * 128, 1024);
+    const std::uint64_t v = V.at(kt * 16 * 64);
     if constexpr (kD == 128)
       hopper_ptx::wgmma_rs_n128<E>(o, p[kt], v);
     else
@@ -298,13 +298,18 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
   };
 
+  // The tiles' descriptors, once (the stage's offset added in the loop): Q and K K-major, V
+  // N-major (its 64-column halves Bc x 128 bytes apart).
+  const hopper_ptx::Operand<E> Qk = hopper_ptx::operand(sQ, 16, 1024),
+                               Kk = hopper_ptx::operand(sK, 16, 1024),
+                               Vt = hopper_ptx::operand(sV, kHopperBc * 128, 1024);
   // Q is loaded once: full_q has only phase 0.
   if (J > 0) hopper_ptx::mbarrier_wait(full_q, 0);
   if constexpr (kOverlap) {
     if (J > 0) {  // tile 0: S_0 and its softmax
       hopper_ptx::mbarrier_wait(full_k, 0);
       turns.take();
-      issue_qk<E, kD>(s, sQ, sK, c);
+      issue_qk<E, kD>(s, Qk, Kk, c);
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(s);
@@ -315,11 +320,11 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     for (index_t j = 1; j < J; ++j) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
       hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
       turns.take();
-      issue_qk<E, kD>(s, sQ, sK + stage(j) * Bc * kD, c);
+      issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
       rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
       hopper_ptx::mbarrier_wait(full_v + stage(j - 1), parity(j - 1));
       hopper_ptx::fence_operands(p);
-      issue_pv<E, kD>(o, p, sV + stage(j - 1) * Bc * kD);
+      issue_pv<E, kD>(o, p, Vt.plus(stage(j - 1) * Bc * kD));
       turns.give();
       hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
       hopper_ptx::fence_operands(s);
@@ -335,7 +340,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::mbarrier_wait(full_v + stage(J - 1), parity(J - 1));
       turns.take();
       hopper_ptx::fence_operands(p);
-      issue_pv<E, kD>(o, p, sV + stage(J - 1) * Bc * kD);
+      issue_pv<E, kD>(o, p, Vt.plus(stage(J - 1) * Bc * kD));
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o);
@@ -345,7 +350,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
       hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
       turns.take();
-      issue_qk<E, kD>(s, sQ, sK + stage(j) * Bc * kD, c);
+      issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(s);
@@ -356,7 +361,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::mbarrier_wait(full_v + stage(j), parity(j));
       turns.take();
       hopper_ptx::fence_operands(p);
-      issue_pv<E, kD>(o, p, sV + stage(j) * Bc * kD);
+      issue_pv<E, kD>(o, p, Vt.plus(stage(j) * Bc * kD));
       turns.give();
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o);

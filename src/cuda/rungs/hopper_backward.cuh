@@ -64,7 +64,13 @@ inline constexpr int kHopperBwdBc = 128;
 //                  that the tensor cores have the next products queued while tile i's dQ is
 //                  staged and sent (a software pipeline across tiles; dQ cut by keys only, where
 //                  the registers hold both tiles' accumulators: 192 of 240 at d = 64)
+// and two bits that move an operand, not the order:
+//   kBwdKRegisters, kBwdVRegisters  the warpgroup's 64 rows of K_j (of V_j) loaded once into
+//                  registers as A fragments (ldmatrix), so that S^T = K_j Q_i^T (dP^T = V_j dO_i^T)
+//                  reads only Q_i (dO_i) from shared memory: half the shared-memory bytes of that
+//                  product (d / 4 registers each; Br = 64)
 inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2, kBwdOverlapNext = 4;
+inline constexpr int kBwdKRegisters = 8, kBwdVRegisters = 16;
 
 // How dQ_i's share of key tile j, dS K_j (Br x d), is cut between the two consumer warpgroups
 // into 64 x 64 blocks (one wgmma accumulator each):
@@ -135,10 +141,11 @@ struct HopperBwdSmem {
 // and dS^T as A fragments, and dQ's block (64 x 64, or 64 x d at d = 64).
 // With the pipeline across tiles (kBwdOverlapNext), S^T and dP^T of the next tile are held
 // beside P^T, dS^T and dQ's block.
-constexpr int hopper_bwd_consumer_registers(int d, int Br, bool next = false) {
+// K_j's or V_j's rows held as A fragments (kBwdKRegisters, kBwdVRegisters) add d / 4 each.
+constexpr int hopper_bwd_consumer_registers(int d, int Br, bool next = false, int held = 0) {
   const int first = d / 2 + d / 2 + Br / 2 + Br / 2;
   const int then = d + Br / 4 + Br / 4 + 32 + (next ? Br : 0);
-  return first > then ? first : then;
+  return (first > then ? first : then) + held * (d / 4);
 }
 
 // Whether the backward holds head dim D with Br query rows: 64-column halves, wgmma n of d and
@@ -180,29 +187,65 @@ __global__ void __launch_bounds__(128)
   if (q < n) Dsum[head * n + q] = sum;
 }
 
+// The tiles' descriptors (hopper_ptx::Operand), built once: K-major for S^T and dP^T (the
+// leading offset unused: 16), MN-major for what is read transposed (the leading offset from one
+// 64-column half to the next: rows x 128 bytes).
+template <class E>
+using Operand = hopper_ptx::Operand<E>;
+template <class E>
+__device__ inline Operand<E> k_major(const E* p) {
+  return hopper_ptx::operand(p, 16, 1024);
+}
+template <class E>
+__device__ inline Operand<E> mn_major(const E* p, int rows) {
+  return hopper_ptx::operand(p, unsigned(rows) * 128u, 1024);
+}
+
 // X^T Y for warpgroup c's 64 rows of X (K_j or V_j) against the Br rows of Y (Q_i or dO_i), both
 // K-major in 64-column halves: d / 16 wgmma.
 template <class E, int kD, int Br>
-__device__ inline void issue_rows_by_rows(float (&acc)[Br / 8][4], const E* sX, const E* sY,
+__device__ inline void issue_rows_by_rows(float (&acc)[Br / 8][4], Operand<E> X, Operand<E> Y,
                                           int c) {
 #pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk)
+    hopper_ptx::wgmma_ss<E, Br>(acc,
+                                X.at((kk / 4) * kHopperBwdBc * 64 + c * 64 * 64 + (kk % 4) * 16),
+                                Y.at((kk / 4) * Br * 64 + (kk % 4) * 16), kk > 0);
+}
+
+// The warpgroup's 64 rows of X (K_j or V_j: keys 64 c + 16 w + g (+ 8), columns 16 kk + 2 t (+ 1)
+// (+ 8)) as the A fragments of d / 16 k steps, by ldmatrix.x4 from the swizzled tile: lane 8 q + r
+// gives row 16 w + r + 8 (q & 1), 8-column chunk 2 kk + q / 2, so that matrix q lands in register
+// q as the fragment wants it (a0: rows g, k 0..7; a1: rows g + 8; a2, a3: k 8..15).
+template <class E, int kD>
+__device__ inline void load_row_fragments(std::uint32_t (&f)[kD / 16][4], const E* sX, int c) {
+  const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, q = lane / 8, r = lane % 8;
+  const int row = c * 64 + 16 * w + r + 8 * (q & 1);
+#pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk) {
-    const E* x = sX + (kk / 4) * kHopperBwdBc * 64 + c * 64 * 64 + (kk % 4) * 16;
-    const E* y = sY + (kk / 4) * Br * 64 + (kk % 4) * 16;
-    hopper_ptx::wgmma_ss<E, Br>(acc, hopper_ptx::smem_descriptor(x, 16, 1024),
-                                hopper_ptx::smem_descriptor(y, 16, 1024), kk > 0);
+    const int col = 16 * kk + 8 * (q >> 1), half = col / 64, chunk = (col % 64) / 8;
+    ptx::ldmatrix_x4(
+        f[kk], ptx::smem_address(sX + half * kHopperBwdBc * 64 + row * 64 + ((chunk ^ r) * 8)));
   }
 }
 
-// acc (64 keys x d) += A Y with A (64 x Br) in registers and Y (Br x d, Q_i or dO_i) read
-// transposed: Br / 16 wgmma.
+// X^T Y as issue_rows_by_rows computes it, X's rows from registers (load_row_fragments): d / 16
+// wgmma m64n64k16, only Y (Br = 64 rows, K-major) read from shared memory.
+template <class E, int kD>
+__device__ inline void issue_frags_by_rows(float (&acc)[64 / 8][4],
+                                           const std::uint32_t (&f)[kD / 16][4], Operand<E> Y) {
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk)
+    hopper_ptx::wgmma_rs_k_n64<E>(acc, f[kk], Y.at((kk / 4) * 64 * 64 + (kk % 4) * 16), kk > 0);
+}
+
+// acc (64 keys x d) += A Y with A (64 x Br) in registers and Y (Br x d, Q_i or dO_i; mn_major
+// with Br rows) read transposed: Br / 16 wgmma.
 template <class E, int kD, int Br>
 __device__ inline void issue_frag_by_rows(float (&acc)[kD / 8][4],
-                                          const std::uint32_t (&a)[Br / 16][4], const E* sY) {
+                                          const std::uint32_t (&a)[Br / 16][4], Operand<E> Y) {
 #pragma unroll
-  for (int kt = 0; kt < Br / 16; ++kt)
-    hopper_ptx::wgmma_rs<E, kD>(acc, a[kt],
-                                hopper_ptx::smem_descriptor(sY + kt * 16 * 64, Br * 128, 1024));
+  for (int kt = 0; kt < Br / 16; ++kt) hopper_ptx::wgmma_rs<E, kD>(acc, a[kt], Y.at(kt * 16 * 64));
 }
 
 // The warpgroup's dS^T A fragments (keys 64 c + 16 w + g (+ 8), queries 16 kt + 2 t (+ 1) (+ 8))
@@ -227,18 +270,15 @@ __device__ inline void store_dst(std::uint32_t* sdST, const std::uint32_t (&a)[B
 // (keys are the k index): kKeys / 16 wgmma. Both operands are MN-major: the stride, 1024 bytes,
 // steps from one group of 8 keys (8 rows of 128 bytes) to the next; the leading offset passed,
 // Bc x 128 bytes (from one 64-column half of the tile to the next), is never read, both operands
-// spanning 64 columns only (hopper_ptx::smem_descriptor).
+// spanning 64 columns only (mn_major with Bc rows).
 template <class E, int kKeys>
-__device__ inline void issue_dq_block(float (&acc)[64 / 8][4], const E* sdST, const E* sK, int key0,
-                                      int r0, int c0) {
+__device__ inline void issue_dq_block(float (&acc)[64 / 8][4], Operand<E> dST, Operand<E> K,
+                                      int key0, int r0, int c0) {
 #pragma unroll
-  for (int kt = 0; kt < kKeys / 16; ++kt) {
-    const E* a = sdST + (r0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64;
-    const E* b = sK + (c0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64;
-    hopper_ptx::wgmma_ss_tt_n64<E>(acc, hopper_ptx::smem_descriptor(a, kHopperBwdBc * 128, 1024),
-                                   hopper_ptx::smem_descriptor(b, kHopperBwdBc * 128, 1024),
-                                   kt > 0);
-  }
+  for (int kt = 0; kt < kKeys / 16; ++kt)
+    hopper_ptx::wgmma_ss_tt_n64<E>(
+        acc, dST.at((r0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64),
+        K.at((c0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64), kt > 0);
 }
 
 // The lane's part of a 64-row fragment block (rows row0 + 16 w + g (+ 8), columns col0 + 8 nb +
@@ -281,10 +321,13 @@ __device__ inline void stage_dq(float* sdQ, const float (&acc)[64 / 8][4], float
 }
 
 // P^T = exp2(S^T c - L2_q) in place over the warpgroup's S^T fragment (keys key (+ 8), queries
-// q0 + 8 nb + 2 t (+ 1)); 0 where masked or past the keys (edge tiles only).
-template <int Br, class Args>
+// q0 + 8 nb + 2 t (+ 1)). On an edge tile (kEdge: one the diagonal crosses, or the last key
+// tile), 0 where the key is not among those query q sees: k >= min(visible_keys(q), n_keys).
+// The other tiles are compiled without a test: the kernel branches on the tile, so the mask's
+// compares (64-bit, about 250 instructions a step at Br = 64) are not predicated into every one.
+template <int Br, bool kEdge, class Args>
 __device__ inline void probabilities_t(float (&st)[Br / 8][4], const float2* LDi, const Args& a,
-                                       index_t key, index_t q0, bool edge) {
+                                       index_t key, index_t q0) {
   const int t = threadIdx.x % 4;
 #pragma unroll
   for (int nb = 0; nb < Br / 8; ++nb) {
@@ -293,8 +336,10 @@ __device__ inline void probabilities_t(float (&st)[Br / 8][4], const float2* LDi
     for (int e = 0; e < 4; ++e) {
       const int col = nb * 8 + 2 * t + (e & 1);
       float p = ptx::exp2_approx(fmaf(st[nb][e], a.scale2, -((e & 1) ? ld.z : ld.x)));
-      const index_t k = key + 8 * (e >> 1);
-      if (edge && (k >= a.n_keys || a.mask.masked(q0 + col, k))) p = 0.0f;
+      if constexpr (kEdge) {
+        const index_t seen = a.mask.visible_keys(q0 + col);  // keys 0 .. seen - 1
+        if (key + 8 * (e >> 1) >= (seen < a.n_keys ? seen : a.n_keys)) p = 0.0f;
+      }
       st[nb][e] = p;
     }
   }
@@ -326,6 +371,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   constexpr bool kOverlapP = kOverlap & kBwdOverlapP,
                  kDqFirst = kAtomicDq && (kOverlap & kBwdOverlapDq),
                  kNext = kOverlap & kBwdOverlapNext;
+  constexpr bool kKRegs = kOverlap & kBwdKRegisters, kVRegs = kOverlap & kBwdVRegisters;
   constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmem<kD, kBr, kCut>;
@@ -337,6 +383,11 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                  hopper_bwd_consumer_registers(kD, kBr, true) <= kHopperConsumerRegisters),
       "the pipeline across tiles: one dQ block of the warpgroup's own keys, issued "
       "after dK, and registers for two tiles' products");
+  static_assert(
+      !(kKRegs || kVRegs) || (kBr == 64 && !kNext &&
+                              hopper_bwd_consumer_registers(kD, kBr, false, kKRegs + kVRegs) <=
+                                  kHopperConsumerRegisters),
+      "K_j or V_j in registers: Br = 64, and registers for their fragments");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -397,6 +448,12 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   const bool issuer = threadIdx.x % 128 == 0;             // issues the warpgroup's bulk copies
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
+  std::uint32_t kf[kKRegs ? kD / 16 : 1][4], vf[kVRegs ? kD / 16 : 1][4];  // K_j, V_j rows
+  // Every tile's descriptors, once: K-major (k) for S^T and dP^T, MN-major (t: read transposed)
+  // for dV, dK (Q_i, dO_i) and dQ (dS^T, K_j); stage s and buffer u % 2 are added in the loop.
+  const Operand<E> Kk = k_major(sK), Vk = k_major(sV), Qk = k_major(sQ), dOk = k_major(sdO);
+  const Operand<E> Qt = mn_major(sQ, Br), dOt = mn_major(sdO, Br);
+  const Operand<E> Kt = mn_major(sK, Bc), dSTt0 = mn_major(sdST, Bc);
   // S^T = K_j Q_i^T and dP^T = V_j dO_i^T of query tile i, once its stage is full: one commit
   // group, or kScoreGroups = 2 with the P overlap.
   const auto issue_scores = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
@@ -404,9 +461,15 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     const int s = int(u % kStages);
     hopper_ptx::mbarrier_wait(full + s, unsigned((u / kStages) & 1));
     hopper_ptx::wgmma_fence();
-    issue_rows_by_rows<E, kD, Br>(st, sK, sQ + s * Br * kD, c);
+    if constexpr (kKRegs)
+      issue_frags_by_rows<E, kD>(st, kf, Qk.plus(s * Br * kD));
+    else
+      issue_rows_by_rows<E, kD, Br>(st, Kk, Qk.plus(s * Br * kD), c);
     if constexpr (kOverlapP) hopper_ptx::wgmma_commit();
-    issue_rows_by_rows<E, kD, Br>(dpt, sV, sdO + s * Br * kD, c);
+    if constexpr (kVRegs)
+      issue_frags_by_rows<E, kD>(dpt, vf, dOk.plus(s * Br * kD));
+    else
+      issue_rows_by_rows<E, kD, Br>(dpt, Vk, dOk.plus(s * Br * kD), c);
     hopper_ptx::wgmma_commit();
   };
   // dQ's block (rows q0 + r0.., columns c0..) of dS K_j, times scale, added into dQ: by atomics,
@@ -448,20 +511,27 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     else
       hopper_ptx::wgmma_wait<0>();
     hopper_ptx::fence_operands(st);
-    probabilities_t<Br>(st, sLD + int((i - i0) % kStages) * Br, a, k0 + key_row, i * Br, edge);
+    const float2* LDi = sLD + int((i - i0) % kStages) * Br;
+    if (edge)
+      probabilities_t<Br, true>(st, LDi, a, k0 + key_row, i * Br);
+    else
+      probabilities_t<Br, false>(st, LDi, a, k0 + key_row, i * Br);
     hopper_ptx::fence_operands(st);  // (P^T computed before the wait below)
     hopper_ptx::wgmma_wait<0>();
     hopper_ptx::fence_operands(dpt);
   };
 
   float st[Br / 8][4], dpt[Br / 8][4];  // S^T then P^T; dP^T then dS^T
-  if (i0 < Tr) hopper_ptx::mbarrier_wait(full_kv, 0);
+  if (i0 < Tr) {
+    hopper_ptx::mbarrier_wait(full_kv, 0);
+    if constexpr (kKRegs) load_row_fragments<E, kD>(kf, sK, c);
+    if constexpr (kVRegs) load_row_fragments<E, kD>(vf, sV, c);
+  }
   if (kNext && i0 < Tr) issue_scores(i0, st, dpt), probabilities_in(i0, st, dpt);
   for (index_t i = i0; i < Tr; ++i) {
     const index_t u = i - i0, q0 = i * Br;
     const int s = int(u % kStages);
-    const E* Qi = sQ + s * Br * kD;
-    const E* dOi = sdO + s * Br * kD;
+    const Operand<E> Qi = Qt.plus(s * Br * kD), dOi = dOt.plus(s * Br * kD);
     const float2* LDi = sLD + s * Br;
     if constexpr (!kNext) issue_scores(i, st, dpt), probabilities_in(i, st, dpt);
     score_gradients_t<Br>(dpt, st, LDi);
@@ -471,6 +541,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 #pragma unroll
     for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(df[kt], dpt, kt);
     E* dST = sdST + int(u % 2) * Bc * Br;
+    const Operand<E> dSTt = dSTt0.plus(int(u % 2) * Bc * Br);
     if constexpr (kAtomicDq)
       store_dst<Br>(reinterpret_cast<std::uint32_t*>(dST), df, c * 64 + w * 16);
 
@@ -494,7 +565,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       if constexpr (kAtomicDq) {
         dst_in_place();
         hopper_ptx::wgmma_fence();
-        issue_dq_block<E, 64>(dq, dST, sK, 64 * c, 0, 0);
+        issue_dq_block<E, 64>(dq, dSTt, Kt, 64 * c, 0, 0);
         hopper_ptx::wgmma_commit();
       }
       const auto finish_tile = [&] {
@@ -529,9 +600,9 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         float dq[64 / 8][4];
         hopper_ptx::wgmma_fence();
         if constexpr (kMeet)
-          issue_dq_block<E, Bc>(dq, dST, sK, 0, r0, c0);
+          issue_dq_block<E, Bc>(dq, dSTt, Kt, 0, r0, c0);
         else
-          issue_dq_block<E, 64>(dq, dST, sK, 64 * c, r0, c0);
+          issue_dq_block<E, 64>(dq, dSTt, Kt, 64 * c, r0, c0);
         hopper_ptx::wgmma_commit();
         if (kDqFirst && blk == 0) {  // dK behind it: dQ's block is in when dK may still run
           issue_frag_by_rows<E, kD, Br>(dk, df, Qi);
