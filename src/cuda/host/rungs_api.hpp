@@ -50,8 +50,8 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 // hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
 // d, then its forward with overlap and ping-pong each on or off, or its backward with dQ added by
 // atomics, the overlaps bit by bit, and, where the rung has them, the pipeline across tiles, K_j
-// (and V_j) held in registers and Br = 128 (d = 64) or the cut of dQ by keys (d = 128). The backward's variants beyond atomics
-// are built in bf16 only: in fp16 the list stops there.
+// (and V_j) held in registers and Br = 128 (d = 64) or the cut of dQ by keys (d = 128). The
+// backward's variants beyond atomics are built in bf16 only: in fp16 the list stops there.
 enum class HopperStep {
   rung_choice,
   fwd_none,

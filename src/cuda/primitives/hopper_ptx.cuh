@@ -168,9 +168,16 @@ struct Operand {
   }
   __device__ Operand plus(int elements) const { return Operand{at(elements)}; }
 };
+// The two kinds of operand tile the kernels read (smem_descriptor's comment): K-major (the
+// leading offset unused: 16, which encodes as 1) and MN-major, read transposed (the leading
+// offset from one 64-column half to the next: rows x 128 bytes); 8-row atoms 1024 bytes apart.
 template <class E>
-__device__ inline Operand<E> operand(const E* p, unsigned leading_bytes, unsigned stride_bytes) {
-  return Operand<E>{smem_descriptor(p, leading_bytes, stride_bytes)};
+__device__ inline Operand<E> k_major(const E* p) {
+  return Operand<E>{smem_descriptor(p, 16, 1024)};
+}
+template <class E>
+__device__ inline Operand<E> mn_major(const E* p, int rows) {
+  return Operand<E>{smem_descriptor(p, unsigned(rows) * 128u, 1024)};
 }
 
 __device__ inline void wgmma_fence() {

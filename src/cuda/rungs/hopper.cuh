@@ -300,9 +300,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
   // The tiles' descriptors, once (the stage's offset added in the loop): Q and K K-major, V
   // N-major (its 64-column halves Bc x 128 bytes apart).
-  const hopper_ptx::Operand<E> Qk = hopper_ptx::operand(sQ, 16, 1024),
-                               Kk = hopper_ptx::operand(sK, 16, 1024),
-                               Vt = hopper_ptx::operand(sV, kHopperBc * 128, 1024);
+  const hopper_ptx::Operand<E> Qk = hopper_ptx::k_major(sQ), Kk = hopper_ptx::k_major(sK),
+                               Vt = hopper_ptx::mn_major(sV, kHopperBc);
   // Q is loaded once: full_q has only phase 0.
   if (J > 0) hopper_ptx::mbarrier_wait(full_q, 0);
   if constexpr (kOverlap) {

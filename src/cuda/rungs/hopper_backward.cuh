@@ -187,19 +187,9 @@ __global__ void __launch_bounds__(128)
   if (q < n) Dsum[head * n + q] = sum;
 }
 
-// The tiles' descriptors (hopper_ptx::Operand), built once: K-major for S^T and dP^T (the
-// leading offset unused: 16), MN-major for what is read transposed (the leading offset from one
-// 64-column half to the next: rows x 128 bytes).
+// A tile's descriptor, built once (hopper_ptx::k_major, mn_major).
 template <class E>
 using Operand = hopper_ptx::Operand<E>;
-template <class E>
-__device__ inline Operand<E> k_major(const E* p) {
-  return hopper_ptx::operand(p, 16, 1024);
-}
-template <class E>
-__device__ inline Operand<E> mn_major(const E* p, int rows) {
-  return hopper_ptx::operand(p, unsigned(rows) * 128u, 1024);
-}
 
 // X^T Y for warpgroup c's 64 rows of X (K_j or V_j) against the Br rows of Y (Q_i or dO_i), both
 // K-major in 64-column halves: d / 16 wgmma.
@@ -451,6 +441,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   std::uint32_t kf[kKRegs ? kD / 16 : 1][4], vf[kVRegs ? kD / 16 : 1][4];  // K_j, V_j rows
   // Every tile's descriptors, once: K-major (k) for S^T and dP^T, MN-major (t: read transposed)
   // for dV, dK (Q_i, dO_i) and dQ (dS^T, K_j); stage s and buffer u % 2 are added in the loop.
+  using hopper_ptx::k_major, hopper_ptx::mn_major;
   const Operand<E> Kk = k_major(sK), Vk = k_major(sV), Qk = k_major(sQ), dOk = k_major(sdO);
   const Operand<E> Qt = mn_major(sQ, Br), dOt = mn_major(sdO, Br);
   const Operand<E> Kt = mn_major(sK, Bc), dSTt0 = mn_major(sdST, Bc);
