@@ -4,9 +4,10 @@
 // (head_dims.hpp), with the overlap steps of HopperDefaults<d> unless told, and its tracing
 // instance. Its backward (hopper_backward.cuh) for each d of HopperBackwardHeadDims:
 //   (L2, D)  hopper_bwd_prep_kernel, a warp per row padded to whole query tiles
-//   dK, dV   hopper_bwd_kernel per key tile (Tc, b h), with dQ by fp32 atomics, or
+//   dK, dV   hopper_bwd_kernel per key tile (Tc, b h), dQ added by the bulk reduce (or atomics),
 //   dQ       (deterministic) mma's dQ kernel per query tile of 64 (mma_backward.cuh)
-// with maps of Q and dO in boxes of the backward's Br rows. An sm_90 GPU only (sm_90a code).
+// with maps of Q and dO in boxes of the backward's Br rows, and of dQ for the bulk reduce's boxes
+// (DqStaging: 3d, or seen in four dimensions, dq_tensor_map). An sm_90 GPU only (sm_90a code).
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -20,12 +21,12 @@
 namespace fd::cuda {
 namespace {
 
-// A tensor map of X (heads x rows x d elements of T, row-major) for TMA: boxes of `box_rows` rows
-// x 128 bytes (64 bf16/fp16 or 32 fp32 columns) of one head, 128-byte swizzled, rows past `rows`
-// read as zeros (and left alone by a reduce). The driver's encoder is reached through the
-// runtime (cudaGetDriverEntryPointByVersion): no -lcuda.
-template <class T>
-CUtensorMap tensor_map(const T* X, index_t heads, index_t rows, index_t d, int box_rows) {
+// cuTensorMapEncodeTiled, reached through the runtime (cudaGetDriverEntryPointByVersion): no
+// -lcuda. A tensor of `rank` dimensions (innermost first, strides in bytes of the outer ones), its
+// boxes read or written whole; elements past the tensor read as zeros (and left alone by a reduce).
+CUtensorMap encode_tiled(CUtensorMapDataType type, cuuint32_t rank, const void* X,
+                         const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                         CUtensorMapSwizzle swizzle) {
   using Encode =
       CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -41,21 +42,41 @@ CUtensorMap tensor_map(const T* X, index_t heads, index_t rows, index_t d, int b
     return reinterpret_cast<Encode>(fn);
   }();
   CUtensorMap map{};
-  // (a tensor with no rows still needs a dimension of 1: no block reads it, J = 0 there)
-  const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
-  const cuuint64_t dims[3] = {cuuint64_t(d), extent, cuuint64_t(heads)};
-  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(T), extent * cuuint64_t(d) * sizeof(T)};
-  const cuuint32_t box[3] = {cuuint32_t(128 / sizeof(T)), cuuint32_t(box_rows), 1},
-                   unit[3] = {1, 1, 1};
-  const CUtensorMapDataType type = std::is_same_v<T, float>    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                                   : std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                               : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  const CUresult r = encode(&map, type, 3, const_cast<T*>(X), dims, strides, box, unit,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+  const cuuint32_t unit[5] = {1, 1, 1, 1, 1};
+  const CUresult r = encode(&map, type, rank, const_cast<void*>(X), dims, strides, box, unit,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ")");
   return map;
+}
+
+// A tensor map of X (heads x rows x d elements of T, row-major) for TMA: boxes of `box_rows` rows
+// x 128 bytes (64 bf16/fp16 or 32 fp32 columns) of one head, 128-byte swizzled.
+template <class T>
+CUtensorMap tensor_map(const T* X, index_t heads, index_t rows, index_t d, int box_rows) {
+  // (a tensor with no rows still needs a dimension of 1: no block reads it, J = 0 there)
+  const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
+  const cuuint64_t dims[3] = {cuuint64_t(d), extent, cuuint64_t(heads)};
+  const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(T), extent * cuuint64_t(d) * sizeof(T)};
+  const cuuint32_t box[3] = {cuuint32_t(128 / sizeof(T)), cuuint32_t(box_rows), 1};
+  const CUtensorMapDataType type = std::is_same_v<T, float>    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                               : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return encode_tiled(type, 3, X, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+// dQ (heads x rows x d fp32, row-major) seen as four dimensions, (8 columns, row, group of 8
+// columns, head): a box of 16 rows x 64 columns then lies in shared memory as 8 groups of 16 rows
+// of 32 bytes (hopper_backward.cuh, stage_dq_groups): a warp's fragment rows on distinct banks.
+// The strides need not grow: the group's 32 bytes are smaller than the row's d x 4.
+CUtensorMap dq_tensor_map(const float* dQ, index_t heads, index_t rows, index_t d) {
+  const cuuint64_t extent = cuuint64_t(std::max<index_t>(rows, 1));
+  const cuuint64_t dims[4] = {8, extent, cuuint64_t(d / 8), cuuint64_t(heads)};
+  const cuuint64_t strides[3] = {cuuint64_t(d) * 4, 32, extent * cuuint64_t(d) * 4};
+  const cuuint32_t box[4] = {8, cuuint32_t(kHopperBwdDqRows), 8, 1};
+  return encode_tiled(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, dQ, dims, strides, box,
+                      CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 // The rung hopper runs on sm_90 only (its kernel is built for sm_90a).
@@ -106,7 +127,9 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
       padded);
   const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, kD, kBr);
   const CUtensorMap tmdO = tensor_map(g.dO.ptr, heads, p.s.n, kD, kBr);
-  const CUtensorMap tmdQ = tensor_map(g.dQ.ptr, heads, p.s.n, kD, 64);
+  const CUtensorMap tmdQ = hopper_bwd_dq_staging(kD) == DqStaging::groups
+                               ? dq_tensor_map(g.dQ.ptr, heads, p.s.n, kD)
+                               : tensor_map(g.dQ.ptr, heads, p.s.n, kD, 64);
   const HopperBwdArgs<E> a{reinterpret_cast<const float2*>(g.LD.ptr),
                            g.dQ.ptr,
                            g.dK.ptr,

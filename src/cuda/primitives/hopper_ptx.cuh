@@ -101,15 +101,23 @@ __device__ inline void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// Adds the box at (x, y, z) of the tensor map, read from shared memory at src, into global
-// memory (fp32 add, done by the copy engine; elements past the tensor are left alone), as one
-// bulk group: commit, then wait before src is written again.
+// Adds the box at (x, y, z) of the tensor map (at (x, y, z, w): the 4d form), read from shared
+// memory at src, into global memory (fp32 add, done by the copy engine; elements past the tensor
+// are left alone), as one bulk group: commit, then wait before src is written again.
 __device__ inline void tma_reduce_add_3d(const CUtensorMap* map, int x, int y, int z,
                                          const void* src) {
   asm volatile(
       "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
       " [%0, {%1, %2, %3}], [%4];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)),
       "r"(x), "r"(y), "r"(z), "r"(ptx::smem_address(src))
+      : "memory");
+}
+__device__ inline void tma_reduce_add_4d(const CUtensorMap* map, int x, int y, int z, int w,
+                                         const void* src) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group"
+      " [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)),
+      "r"(x), "r"(y), "r"(z), "r"(w), "r"(ptx::smem_address(src))
       : "memory");
 }
 __device__ inline void bulk_commit() {

@@ -24,7 +24,8 @@
 //       every column over its own 64 keys (with Br = 128, timed: rows 64 c.. over all 128 keys,
 //       after a meeting); added into dQ (zeroed first),
 //       times scale, in one of two ways (DqWay): by each thread's fp32 atomics, or staged in
-//       shared memory and added by the copy engine's bulk reduce (one instruction per 64 x 32 box)
+//       shared memory and added by the copy engine's bulk reduce (DqStaging: at d = 64 the
+//       warpgroup's block in two boxes, after it meets; at d = 128 each warp's 16 rows alone)
 //     then dK = scale dK and dV, from registers to global memory (fp32).
 //   With --deterministic the kernel skips dQ, and mma's dQ kernel (mma_backward.cuh) computes
 //   it per query tile: bit-identical runs.
@@ -54,6 +55,8 @@
 namespace fd::cuda {
 
 inline constexpr int kHopperBwdBc = 128;
+// The rows of dQ's block one warp stages and sends, DqStaging::groups (its fragments' rows).
+inline constexpr int kHopperBwdDqRows = 16;
 
 // Which of the warpgroup's own overlaps are on (a bit each; hopper_bwd_overlap is the
 // rung's choice at each d, both measured on and off in docs/gpu-ladder.md):
@@ -105,9 +108,23 @@ constexpr int hopper_bwd_overlap(int d, int Br) {
 
 // How the kernel gives dQ_i its share dS K_j of key tile j: not at all (mma's dQ kernel computes
 // dQ in its own pass: deterministic), by each thread's fp32 atomics from registers, or through
-// shared memory by the copy engine's bulk reduce-add (cp.reduce.async.bulk.tensor, one thread
-// issues it for the warpgroup's 64 x 64 block).
+// shared memory by the copy engine's bulk reduce-add (cp.reduce.async.bulk.tensor).
 enum class DqWay { separate, atomics, bulk_add };
+
+// How dQ's 64 x 64 block is staged in shared memory for the bulk reduce (both timed, side by side,
+// docs/gpu-ladder.md; the launch makes the tensor map to match):
+//   swizzled  the warpgroup's block as two 128-byte swizzled boxes of 64 rows x 32 columns (a 3d
+//             map), one reduce a box, issued by one thread once the warpgroup has met. A
+//             half-warp's rows g and g ^ 1 fall on the same banks: every store takes twice.
+//   groups    each warp's 16 rows as 8 groups of 8 columns x 16 rows (dq_tensor_map's 4d box), no
+//             bank conflict, one reduce a warp after the warp's own barrier: no meeting.
+// groups at d = 128 (1.00x to 1.08x there); swizzled at d = 64, where groups measured 0.79x to
+// 0.93x (our reading, not measured: four times the reduces' box rows, of 32 bytes each, in a step
+// half as long, so the copy engine's share of the step doubles).
+enum class DqStaging { swizzled, groups };
+constexpr DqStaging hopper_bwd_dq_staging(int d) {
+  return d == 128 ? DqStaging::groups : DqStaging::swizzled;
+}
 
 template <class E>
 struct HopperBwdArgs {
@@ -293,9 +310,9 @@ __device__ inline void write_block(float* X, const float (&acc)[N / 8][4], index
   }
 }
 
-// The lane's part of dQ's 64 x 64 block, times scale, into the warpgroup's staging tile: two
-// halves of 32 fp32 columns, 128-byte rows swizzled as the dQ tensor map's boxes are.
-__device__ inline void stage_dq(float* sdQ, const float (&acc)[64 / 8][4], float scale) {
+// The lane's part of dQ's 64 x 64 block, times scale, into the warpgroup's staging (swizzled):
+// two halves of 32 fp32 columns, 128-byte rows swizzled as the 3d map's boxes are.
+__device__ inline void stage_dq_swizzled(float* sdQ, const float (&acc)[64 / 8][4], float scale) {
   const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -308,6 +325,19 @@ __device__ inline void stage_dq(float* sdQ, const float (&acc)[64 / 8][4], float
           make_float2(acc[nb][2 * r] * scale, acc[nb][2 * r + 1] * scale);
     }
   }
+}
+
+// The lane's part, times scale, into its warp's staging box (groups: rows 16 w .. 16 w + 15 of
+// the block): 8 groups of 8 columns, each 16 rows of 32 bytes, so that the warp's 8 rows g of one
+// group and half fill 256 contiguous bytes (two wavefronts, no bank conflict).
+__device__ inline void stage_dq_groups(float* sdQ, const float (&acc)[64 / 8][4], float scale) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int nb = 0; nb < 8; ++nb)
+      *reinterpret_cast<float2*>(sdQ + nb * kHopperBwdDqRows * 8 + (g + 8 * r) * 8 + 2 * t) =
+          make_float2(acc[nb][2 * r] * scale, acc[nb][2 * r + 1] * scale);
 }
 
 // P^T = exp2(S^T c - L2_q) in place over the warpgroup's S^T fragment (keys key (+ 8), queries
@@ -363,6 +393,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                  kNext = kOverlap & kBwdOverlapNext;
   constexpr bool kKRegs = kOverlap & kBwdKRegisters, kVRegs = kOverlap & kBwdVRegisters;
   constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
+  constexpr bool kByWarp = hopper_bwd_dq_staging(kD) == DqStaging::groups;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmem<kD, kBr, kCut>;
   static_assert(kCut != DqCut::columns || kD == 128, "dQ cut by columns: two blocks of 64");
@@ -435,7 +466,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   hopper_ptx::setmaxnreg_inc<kHopperConsumerRegisters>();
   const int c = wg - 1, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, key_row = c * 64 + w * 16 + g;  // keys key_row (+ 8)
-  const bool issuer = threadIdx.x % 128 == 0;             // issues the warpgroup's bulk copies
+  // issues the bulk copies: the warp's (groups), or the warpgroup's (swizzled)
+  const bool issuer = kByWarp ? lane == 0 : threadIdx.x % 128 == 0;
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
   std::uint32_t kf[kKRegs ? kD / 16 : 1][4], vf[kVRegs ? kD / 16 : 1][4];  // K_j, V_j rows
@@ -464,14 +496,25 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_ptx::wgmma_commit();
   };
   // dQ's block (rows q0 + r0.., columns c0..) of dS K_j, times scale, added into dQ: by atomics,
-  // or staged (once every thread knows the staging is free) and reduced by the copy engine.
+  // or staged (once every thread knows the staging is free) and reduced by the copy engine:
+  // warp by warp (groups), or once the warpgroup has met (swizzled).
   const auto send_dq = [&](const float(&dq)[64 / 8][4], index_t q0, int r0, int c0, int blk) {
     if constexpr (kDq == DqWay::atomics) {
       write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
+    } else if constexpr (kByWarp) {
+      float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64 + w * kHopperBwdDqRows * 64;
+      stage_dq_groups(mine, dq, a.scale);
+      hopper_ptx::fence_proxy_async();  // the lane's stores seen by the copy engine,
+      __syncwarp();                     // and every lane's before lane 0 issues the reduce
+      if (issuer) {
+        hopper_ptx::tma_reduce_add_4d(&tmdQ, 0, int(q0 + r0 + kHopperBwdDqRows * w), c0 / 8,
+                                      int(head), mine);
+        hopper_ptx::bulk_commit();
+      }
     } else {
       float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
       if (blk == 0) hopper_ptx::named_barrier_sync(3 + c, 128);
-      stage_dq(mine, dq, a.scale);
+      stage_dq_swizzled(mine, dq, a.scale);
       hopper_ptx::fence_proxy_async();
       hopper_ptx::named_barrier_sync(3 + c, 128);
       if (issuer) {
@@ -483,14 +526,17 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     }
   };
   // This warpgroup's dS^T (or both warpgroups', kMeet) in shared memory for dQ's wgmma, and the
-  // staging free again.
+  // staging free again: the last reduce has read it (its issuer waits: before the barrier with
+  // groups, where no other barrier follows; with swizzled, send_dq's first barrier tells the rest).
   const auto dst_in_place = [&] {
+    constexpr bool kBulk = kDq == DqWay::bulk_add;
+    if (kBulk && kByWarp && issuer) hopper_ptx::bulk_wait_read<0>();
     hopper_ptx::fence_proxy_async();
     if constexpr (kMeet)
       hopper_ptx::named_barrier_sync(1, 256);
     else
       hopper_ptx::named_barrier_sync(1 + c, 128);
-    if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait_read<0>();
+    if (kBulk && !kByWarp && issuer) hopper_ptx::bulk_wait_read<0>();
   };
 
   // P^T = exp2(S^T c - L2_q) over query tile i once S^T is in (while dP^T may still run), then
@@ -615,7 +661,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       release_stage();
     }
   }
-  if (kDq == DqWay::bulk_add && threadIdx.x % 128 == 0) hopper_ptx::bulk_wait<0>();
+  if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait<0>();
   const index_t key0 = k0 + c * 64;
   write_block<kD, kD, false>(a.dK + head * a.n_keys * kD, dk, key0, a.n_keys, 0, a.scale);
   write_block<kD, kD, false>(a.dV + head * a.n_keys * kD, dv, key0, a.n_keys, 0, 1.0f);
