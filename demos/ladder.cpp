@@ -247,8 +247,11 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::bwd_next, "bwd_next", Msg::step_bwd_next},
     {cuda::HopperStep::bwd_k_registers, "bwd_k_registers", Msg::step_bwd_k_registers},
     {cuda::HopperStep::bwd_kv_registers, "bwd_kv_registers", Msg::step_bwd_kv_registers},
-    {cuda::HopperStep::bwd_br128, "bwd_br128", Msg::step_bwd_br128},
+    {cuda::HopperStep::bwd_dq_spread, "bwd_dq_spread", Msg::step_bwd_dq_spread},
+    {cuda::HopperStep::bwd_dq_halves, "bwd_dq_halves", Msg::step_bwd_dq_halves},
+    {cuda::HopperStep::bwd_br64, "bwd_br64", Msg::step_bwd_br64},
     {cuda::HopperStep::bwd_dq_by_keys, "bwd_dq_by_keys", Msg::step_bwd_dq_by_keys},
+    {cuda::HopperStep::bwd_stages3, "bwd_stages3", Msg::step_bwd_stages3},
 };
 const StepName& name_of(cuda::HopperStep step) {
   for (const StepName& n : kStepNames)

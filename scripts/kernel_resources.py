@@ -31,7 +31,8 @@ import tempfile
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 # The enums of the kernels' template arguments, as c++filt prints them, by value (rungs/*.cuh).
-ENUMS = {"DqWay": ("separate", "atomics", "bulk_add"), "DqCut": ("columns", "rows", "keys")}
+ENUMS = {"DqWay": ("separate", "atomics", "bulk_add"), "DqCut": ("columns", "rows", "keys"),
+         "DqStaging": ("swizzled", "spread", "groups")}
 USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
 
 

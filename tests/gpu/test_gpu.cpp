@@ -738,8 +738,8 @@ TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that r
   CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 5);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
         std::vector<S>{S::rung_choice, S::bwd_atomics});
-  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_br128);
-  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_dq_by_keys);
+  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_br64);
+  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_stages3);
   for (cuda::Pass pass : {cuda::Pass::fwd, cuda::Pass::bwd})
     for (index_t d : {64, 128})
       for (Precision prec : {Precision::bf16, Precision::fp16}) {
@@ -768,15 +768,19 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
         const double flops = backward_flops(b * h, n, d, causal);
         const std::vector<float>&q = in.Q, &k = in.K, &v = in.V, &o = in.dO;
         using W = cuda::HopperBwdSteps;
+        // (Br -1: the rung's, 128 at d = 64; Br 64 at d = 64: its old choice and its variants)
         for (W way :
              {W{false, -1, -1, -1}, W{true, 0, -1, -1}, W{true, 1, -1, -1}, W{true, -1, 0, -1},
-              W{true, -1, 1, -1}, W{true, -1, 2, -1}, W{true, -1, 3, -1}, W{true, -1, 0, 128},
-              W{true, -1, 1, 128}, W{true, -1, 3, 128}, W{true, -1, 4, -1}, W{true, -1, 5, -1},
-              W{true, -1, -1, -1, 1}, W{true, -1, -1, -1, 2}}) {
-          if (way.dq_by_columns >= 0 && d != 128) continue;  // (d = 64: one cut a Br)
-          if (way.overlap >= 4 && d != 64) continue;         // (the pipeline: d = 64 only)
-          if (way.held > 0 && d != 64) continue;             // (K_j, V_j held: d = 64 only)
-          if (way.Br > 0 && d != 64) continue;               // (d = 128: Br = 64 only)
+              W{true, -1, 1, -1}, W{true, -1, 2, -1}, W{true, -1, 3, -1}, W{true, -1, -1, -1, 0, 1},
+              W{true, -1, 1, 64}, W{true, -1, 4, 64}, W{true, -1, 5, 64}, W{true, -1, -1, 64, 1},
+              W{true, -1, -1, 64, 2}, W{true, 1, -1, 64, 0, 0}, W{true, 1, -1, 64, 0, 1},
+              W{true, 1, 3, 64, 0, 1}, W{true, -1, 35, -1}}) {
+          if (way.dq_by_columns >= 0 && way.staging < 0 && d != 128) continue;
+          if (way.dq_by_columns >= 0 && way.staging >= 0 && d != 64) continue;
+          if (way.overlap >= 4 && way.overlap < 32 && d != 64) continue;  // (pipeline: d = 64)
+          if (way.overlap >= 32 && d != 128) continue;  // (three stages: d = 128 only)
+          if (way.held > 0 && d != 64) continue;        // (K_j, V_j held: d = 64 only)
+          if (way.Br > 0 && d != 64) continue;          // (d = 128: Br = 64 only)
           auto t = cuda::hopper_time_backward_steps<float>(
               {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
               way, q.data(), k.data(), v.data(), o.data(), 3, 20);
@@ -785,8 +789,8 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
           MESSAGE("hopper backward n=" << n << " d=" << d << " causal=" << causal << " bulk_dq="
                                        << way.bulk_dq << " by_columns=" << way.dq_by_columns
                                        << " overlap=" << way.overlap << " Br=" << way.Br
-                                       << " held=" << way.held << ": " << ms << " ms, "
-                                       << flops / ms / 1e9 << " TFLOP/s");
+                                       << " held=" << way.held << " staging=" << way.staging << ": "
+                                       << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
         }
       }
 }

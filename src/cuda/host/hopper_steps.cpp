@@ -2,9 +2,10 @@
 // in a build with CUDA or without (there the timing functions say that CUDA is missing):
 //   forward    (ping-pong, overlap) in {0, 1}^2                            hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
-//              runs) and Dq (dQ's block before dK); at d = 64 the pipeline across tiles (P and
-//              Next), K_j (and V_j) held in registers, and Br = 128; at d = 128 dQ cut by keys
-//                                                                          hopper_backward.cuh
+//              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
+//              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
+//              registers, dQ cut by column halves; at d = 128 dQ cut by keys, three stages;
+//              at both, dQ staged without bank conflicts (spread)          hopper_backward.cuh
 // The rung's own choice at d (its per-d defaults) comes first: the base each step is read against.
 #include "cuda/host/rungs_api.hpp"
 
@@ -13,8 +14,9 @@ namespace {
 
 // One table of the settings: where each applies (the pass; d, 0 for any; whether only bf16 has
 // its kernel) and what it sets: the forward's (ping-pong, overlap), or the backward's
-// HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Br; -1 the rung's
-// default). rung_choice stands once per pass, with every switch at the default.
+// HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Br, held,
+// staging; -1 the rung's default). rung_choice stands once per pass, with every switch at the
+// default.
 struct StepSetting {
   HopperStep step;
   Pass pass;
@@ -35,11 +37,14 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_p, Pass::bwd, 0, true, false, false, {true, -1, 1, -1}},
     {HopperStep::bwd_dq, Pass::bwd, 0, true, false, false, {true, -1, 2, -1}},
     {HopperStep::bwd_p_dq, Pass::bwd, 0, true, false, false, {true, -1, 3, -1}},
-    {HopperStep::bwd_next, Pass::bwd, 64, true, false, false, {true, -1, 5, -1}},  // P and Next
-    {HopperStep::bwd_k_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, -1, 1}},
-    {HopperStep::bwd_kv_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, -1, 2}},
-    {HopperStep::bwd_br128, Pass::bwd, 64, true, false, false, {true, -1, -1, 128}},
+    {HopperStep::bwd_next, Pass::bwd, 64, true, false, false, {true, -1, 5, 64}},  // P and Next
+    {HopperStep::bwd_k_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, 64, 1}},
+    {HopperStep::bwd_kv_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, 64, 2}},
+    {HopperStep::bwd_dq_spread, Pass::bwd, 0, true, false, false, {true, -1, -1, -1, 0, 1}},
+    {HopperStep::bwd_dq_halves, Pass::bwd, 64, true, false, false, {true, 1, -1, 64, 0, 1}},
+    {HopperStep::bwd_br64, Pass::bwd, 64, true, false, false, {true, -1, -1, 64}},
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, false, false, {true, 0, -1, -1}},
+    {HopperStep::bwd_stages3, Pass::bwd, 128, true, false, false, {true, -1, 35, -1}},  // P, Dq, 3
 };
 
 // The step's row for the pass; a step of the other pass: the pass's rung_choice (its first row).

@@ -34,13 +34,17 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bo
 
 // hopper's backward steps, each on or off: what each buys. dQ added by the copy engine's bulk
 // reduce (bulk_dq) or by each thread's atomics; cut between the warpgroups by columns
-// (dq_by_columns 1, d = 128 only) or by keys (0); with bulk_dq, the warpgroups' own overlaps
-// (overlap: bit 1, P^T computed while dP^T runs; bit 2, dQ issued before dK; bf16 only); Br
-// query rows a step (64, or 128 at d = 64; bf16 only). -1: the rung's default.
+// (dq_by_columns 1: halves of d, each over all keys) or by keys (0); with bulk_dq, the warpgroups'
+// own overlaps (overlap: bit 1, P^T computed while dP^T runs; bit 2, dQ issued before dK; bit 32,
+// three stages of Q_i and dO_i at d = 128; bf16 only); Br query rows a step (the rung's: 128 at d =
+// 64, 64 at d = 128; and 64 at d = 64, bf16 only); dQ's staging for the bulk reduce (staging: 0
+// swizzled, 1 spread, 2 groups, DqStaging in hopper_backward.cuh; bf16 only). -1: the rung's
+// default.
 struct HopperBwdSteps {
   bool bulk_dq = true;
   int dq_by_columns = -1, overlap = -1, Br = -1;
   int held = 0;  // rows of K_j (1), of K_j and V_j (2) in registers (HopperSteps::bwd_held)
+  int staging = -1;
 };
 template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,
@@ -49,8 +53,10 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 
 // hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
 // d, then its forward with overlap and ping-pong each on or off, or its backward with dQ added by
-// atomics, the overlaps bit by bit, and, where the rung has them, the pipeline across tiles, K_j
-// (and V_j) held in registers and Br = 128 (d = 64) or the cut of dQ by keys (d = 128). The
+// atomics, the overlaps bit by bit, dQ staged without bank conflicts (spread), and, where the rung
+// has them, Br = 64 at d = 64 (the rung's is 128 there) with the variants only it has (the
+// pipeline across tiles, K_j and V_j held in registers, dQ cut by column halves), or the cut of dQ
+// by keys and three stages of Q_i, dO_i (d = 128). The
 // backward's variants beyond atomics are built in bf16 only: in fp16 the list stops there.
 enum class HopperStep {
   rung_choice,
@@ -66,8 +72,11 @@ enum class HopperStep {
   bwd_next,
   bwd_k_registers,
   bwd_kv_registers,
-  bwd_br128,
-  bwd_dq_by_keys
+  bwd_dq_spread,
+  bwd_dq_halves,
+  bwd_br64,
+  bwd_dq_by_keys,
+  bwd_stages3
 };
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p);
 // A backward step's setting (the forward's steps and rung_choice: the rung's default).

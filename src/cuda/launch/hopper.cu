@@ -127,7 +127,9 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
       padded);
   const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, kD, kBr);
   const CUtensorMap tmdO = tensor_map(g.dO.ptr, heads, p.s.n, kD, kBr);
-  const CUtensorMap tmdQ = hopper_bwd_dq_staging(kD) == DqStaging::groups
+  const DqStaging staging =
+      steps.dq_staging < 0 ? hopper_bwd_dq_staging(kD) : DqStaging(steps.dq_staging);
+  const CUtensorMap tmdQ = hopper_bwd_dq_map_rank(staging) == 4
                                ? dq_tensor_map(g.dQ.ptr, heads, p.s.n, kD)
                                : tensor_map(g.dQ.ptr, heads, p.s.n, kD, 64);
   const HopperBwdArgs<E> a{reinterpret_cast<const float2*>(g.LD.ptr),
@@ -155,6 +157,32 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, W::atomics, kBr>, bytes);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
+      // At d = 64, dQ cut by column halves (wgmma n32, both warpgroups' dS^T first): staged
+      // either way, with the P overlap (the rung's at d = 64) or P and Dq (d = 128's).
+      if constexpr (kD == 64 && kBr == 64)
+        if (steps.dq_by_columns == 1 && steps.bwd_held == 0) {
+          constexpr DqCut C = DqCut::columns;
+          constexpr std::size_t b = HopperBwdSmem<kD, kBr, C>::kBytes;
+          const bool dq_first = steps.bwd_overlap == (P | Dq);
+          const bool spread = staging == DqStaging::spread;
+          if (dq_first && spread)
+            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, P | Dq, DqStaging::spread>, b);
+          if ((steps.bwd_overlap < 0 || steps.bwd_overlap == P) && spread)
+            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, P, DqStaging::spread>, b);
+          if ((steps.bwd_overlap < 0 || steps.bwd_overlap == P) && staging == DqStaging::swizzled)
+            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, P, DqStaging::swizzled>, b);
+        }
+      // dQ staged the other way (spread; or, at d = 64, by warps), the rest as the rung's
+      const bool other_staging = staging != hopper_bwd_dq_staging(kD);
+      if (other_staging && steps.bwd_overlap < 0 && steps.bwd_held == 0 &&
+          steps.dq_by_columns < 0) {
+        constexpr int O = hopper_bwd_overlap(kD, kBr);
+        if (staging == DqStaging::spread)
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O, DqStaging::spread>, bytes);
+        if (staging == DqStaging::swizzled)
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O, DqStaging::swizzled>,
+                     bytes);
+      }
       // K_j, or K_j and V_j, held in registers beside the overlaps: at d = 64 only (at d = 128
       // K_j alone, 224 of the 240 registers by count, spilled 76 bytes and serialized its wgmma)
       if constexpr (kD == 64 && kBr == 64) {
@@ -183,6 +211,14 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
         if (steps.bwd_overlap == (P | Next))
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, P | Next>, bytes);
       }
+      // at d = 128, Q_i, dO_i in three stages (the rung's overlaps beside)
+      if constexpr (kD == 128 && kBr == 64)
+        if (steps.bwd_overlap == (hopper_bwd_overlap(kD, kBr) | kBwdStages3) &&
+            steps.dq_by_columns < 0 && steps.bwd_held == 0 && !other_staging) {
+          constexpr int O = hopper_bwd_overlap(kD, kBr) | kBwdStages3;
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>,
+                     HopperBwdSmem<kD, kBr, kCut, 3>::kBytes);
+        }
       // the other cut at Br = 64, d = 128: by keys (twice the reduce traffic, no meeting)
       if constexpr (kD == 128 && kBr == 64)
         if (steps.dq_by_columns == 0)
@@ -194,12 +230,13 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     const bool other_cut =
         steps.dq_by_columns >= 0 && (steps.dq_by_columns == 1) != (kCut == DqCut::columns);
     if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_overlap(kD, kBr)) || other_cut ||
-        steps.bwd_held != 0)
+        steps.bwd_held != 0 || staging != hopper_bwd_dq_staging(kD))
       throw CudaError("hopper's backward has no kernel for overlap " +
                       std::to_string(steps.bwd_overlap) + ", dq_by_columns " +
                       std::to_string(steps.dq_by_columns) + ", held " +
-                      std::to_string(steps.bwd_held) + " at d = " + std::to_string(kD) +
-                      ", Br = " + std::to_string(kBr) + " in this element type");
+                      std::to_string(steps.bwd_held) + ", staging " + std::to_string(int(staging)) +
+                      " at d = " + std::to_string(kD) + ", Br = " + std::to_string(kBr) +
+                      " in this element type");
     return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr>, bytes);
   }
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it

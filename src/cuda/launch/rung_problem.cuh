@@ -142,10 +142,11 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 // between the warpgroups by columns (dq_by_columns 1, d = 128) or by keys (0; -1: the default,
 // hopper_bwd_cut); with bulk_dq, its warpgroups' overlaps (bwd_overlap, kBwdOverlap* bits, bf16
 // only; -1: the rung's choice, hopper_bwd_overlap), and the rows of K_j (bwd_held 1) or of K_j
-// and V_j (2) held in registers beside those overlaps (kBwdKRegisters, kBwdVRegisters; Br = 64).
+// and V_j (2) held in registers beside those overlaps (kBwdKRegisters, kBwdVRegisters; Br = 64);
+// dQ's staging for the bulk reduce (dq_staging: int(DqStaging); -1: hopper_bwd_dq_staging).
 struct HopperSteps {
   int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
-  int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0;
+  int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
 };
 
 // One forward of the problem on each rung (p.tiling.Tr() > 0, p.s.heads() > 0), the kernel

@@ -242,11 +242,13 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
 // (T: "bf16" or "f16"). The accumulator d (N / 8 fragments of 4) is the asm's first N / 2
 // operands, read and written ("+f"), named %0 .. %(N / 2 - 1) in the instruction.
 #define FD_ACC4(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define FD_ACC16 FD_ACC4(0), FD_ACC4(1), FD_ACC4(2), FD_ACC4(3)
 #define FD_ACC32 \
   FD_ACC4(0), FD_ACC4(1), FD_ACC4(2), FD_ACC4(3), FD_ACC4(4), FD_ACC4(5), FD_ACC4(6), FD_ACC4(7)
 #define FD_ACC64                                                                        \
   FD_ACC32, FD_ACC4(8), FD_ACC4(9), FD_ACC4(10), FD_ACC4(11), FD_ACC4(12), FD_ACC4(13), \
       FD_ACC4(14), FD_ACC4(15)
+#define FD_REGS16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define FD_REGS32                                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
   "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -266,7 +268,7 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
 //   imm-trans-a  TA: 0 A K-major, 1 A M-major (the transpose: .f16/.bf16, shared memory only)
 //   imm-trans-b  TB: 0 B K-major, 1 B N-major
 // Operand numbers: the N / 2 accumulators %0 .. %(N / 2 - 1), then a, b, accumulate: "64", "65",
-// "66" at n128, "32", "33", "34" at n64.
+// "66" at n128, "32", "33", "34" at n64, "16", "17", "18" at n32.
 #define FD_WGMMA_SS(N, REGS, ACC, A, B, ONE, T, TA, TB)                                          \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" ONE                                          \
                ", 0;\n"                                                                          \
@@ -324,6 +326,26 @@ __device__ inline void wgmma_ss_tt_n64(float (&d)[64 / 8][4], std::uint64_t a, s
   else
     FD_WGMMA_SS("64", FD_REGS32, FD_ACC32, "32", "33", "34", "bf16", "1", "1");
 }
+// The same at n32 (dQ's column halves at d = 64): B's 32 columns may start half-way into a
+// 128-byte swizzled row (its descriptor 64 bytes on), as a K-major operand's k steps do.
+template <class E>
+__device__ inline void wgmma_ss_tt_n32(float (&d)[32 / 8][4], std::uint64_t a, std::uint64_t b,
+                                       int accumulate) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_SS("32", FD_REGS16, FD_ACC16, "16", "17", "18", "f16", "1", "1");
+  else
+    FD_WGMMA_SS("32", FD_REGS16, FD_ACC16, "16", "17", "18", "bf16", "1", "1");
+}
+// Both operands read transposed, N = 32 or 64.
+template <class E, int N>
+__device__ inline void wgmma_ss_tt(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b,
+                                   int accumulate) {
+  static_assert(N == 32 || N == 64, "wgmma_ss_tt: n32 or n64");
+  if constexpr (N == 64)
+    wgmma_ss_tt_n64<E>(d, a, b, accumulate);
+  else
+    wgmma_ss_tt_n32<E>(d, a, b, accumulate);
+}
 // D (64 x N, fp32) += A B: A (64 x 16) in registers (mma.sync's A fragments, warp by warp),
 // B (16 x N) N-major in shared memory (read transposed), named by its descriptor.
 template <class E>
@@ -380,8 +402,10 @@ __device__ inline void wgmma_rs(float (&d)[N / 8][4], const std::uint32_t (&a)[4
 #undef FD_WGMMA_SS
 #undef FD_REGS64
 #undef FD_REGS32
+#undef FD_REGS16
 #undef FD_ACC64
 #undef FD_ACC32
+#undef FD_ACC16
 #undef FD_ACC4
 
 }  // namespace fd::cuda::hopper_ptx

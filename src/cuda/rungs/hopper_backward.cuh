@@ -19,27 +19,28 @@
 //         dV_j += P^T dO_i                wgmma m64n{d}k16, P^T from registers (rounded to E),
 //         dK_j += dS^T Q_i                dO_i and Q_i read transposed from shared memory
 //       and dQ (atomic, the default): dS^T to shared memory, and each warpgroup computes its
-//       64 x 64 blocks of dS K_j (wgmma m64n64k16, both operands read transposed), cut by DqCut:
-//       at d = 128 columns 64 c.. over all 128 keys (the two warpgroups meet first), at d = 64
-//       every column over its own 64 keys (with Br = 128, timed: rows 64 c.. over all 128 keys,
-//       after a meeting); added into dQ (zeroed first),
-//       times scale, in one of two ways (DqWay): by each thread's fp32 atomics, or staged in
-//       shared memory and added by the copy engine's bulk reduce (DqStaging: at d = 64 the
+//       64 x 64 blocks of dS K_j (wgmma m64n64k16, both operands read transposed), cut by DqCut
+//       after the two warpgroups meet: at d = 128 columns 64 c.., at d = 64 (Br = 128) rows
+//       64 c.., over all 128 keys (timed too: at d = 64 with Br = 64, every column over the
+//       warpgroup's own 64 keys, or column halves 32 c.. over all keys); added into dQ (zeroed
+//       first), times scale, in one of two ways (DqWay): by each thread's fp32 atomics, or staged
+//       in shared memory and added by the copy engine's bulk reduce (DqStaging: at d = 64 the
 //       warpgroup's block in two boxes, after it meets; at d = 128 each warp's 16 rows alone)
 //     then dK = scale dK and dV, from registers to global memory (fp32).
 //   With --deterministic the kernel skips dQ, and mma's dQ kernel (mma_backward.cuh) computes
 //   it per query tile: bit-identical runs.
 //
-// Tiles (HopperBwdTiles): Bc = 128 keys (two warpgroups of 64), Br = 64 queries (128 at d = 64
-// when timed). Shared memory (1024-byte aligned), 2 bytes an element, at Br = 64:
-//   K_j, V_j          2 x 128 d                        d = 64: 32 KiB;  d = 128: 64 KiB
-//   Q_i, dO_i         2 stages x 2 x Br d               32 KiB            64 KiB
-//   dS^T              2 buffers x 128 x Br              32 KiB            32 KiB
-//   dQ staging        2 warpgroups x blocks x 64 x 64 x 4 bytes   32 KiB  32 KiB
+// Tiles (HopperBwdTiles): Bc = 128 keys (two warpgroups of 64), Br = 128 queries at d = 64, 64 at
+// d = 128 (64 at d = 64 too when timed). Shared memory (1024-byte aligned), 2 bytes an element:
+//                                                    d = 64, Br = 128   d = 128, Br = 64
+//   K_j, V_j          2 x 128 d                         32 KiB             64 KiB
+//   Q_i, dO_i         2 stages x 2 x Br d                64 KiB             64 KiB
+//   dS^T              2 buffers x 128 x Br               64 KiB             32 KiB
+//   dQ staging        2 warpgroups x blocks x 64 x 64 x 4 bytes  32 KiB     32 KiB
 //   (L2, D)_i         2 stages x Br x 8 bytes, and 5 mbarriers
 // Registers of a consumer thread (fp32 accumulators, HopperBwdFits): dK, dV d / 2 each, S^T and
-// dP^T Br / 2 each; then P^T and dS^T as A fragments (Br / 4 each) and dQ's block (32): 128 at
-// d = 64, 192 at d = 128 (and at d = 64 with Br = 128), of setmaxnreg's 240.
+// dP^T Br / 2 each; then P^T and dS^T as A fragments (Br / 4 each) and dQ's block (32): 192 at
+// both d (128 at d = 64 with Br = 64), of setmaxnreg's 240.
 #pragma once
 
 #include <cstdint>
@@ -67,32 +68,36 @@ inline constexpr int kHopperBwdDqRows = 16;
 //                  that the tensor cores have the next products queued while tile i's dQ is
 //                  staged and sent (a software pipeline across tiles; dQ cut by keys only, where
 //                  the registers hold both tiles' accumulators: 192 of 240 at d = 64)
+//   kBwdStages3    Q_i, dO_i and (L2, D)_i in three stages, not two: the producer one tile
+//                  further ahead (d = 128 only: at d = 64, Br = 128, a third does not fit)
 // and two bits that move an operand, not the order:
 //   kBwdKRegisters, kBwdVRegisters  the warpgroup's 64 rows of K_j (of V_j) loaded once into
 //                  registers as A fragments (ldmatrix), so that S^T = K_j Q_i^T (dP^T = V_j dO_i^T)
 //                  reads only Q_i (dO_i) from shared memory: half the shared-memory bytes of that
 //                  product (d / 4 registers each; Br = 64)
 inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2, kBwdOverlapNext = 4;
-inline constexpr int kBwdKRegisters = 8, kBwdVRegisters = 16;
+inline constexpr int kBwdKRegisters = 8, kBwdVRegisters = 16, kBwdStages3 = 32;
 
 // How dQ_i's share of key tile j, dS K_j (Br x d), is cut between the two consumer warpgroups
 // into 64 x 64 blocks (one wgmma accumulator each):
-//   columns  warpgroup c: columns 64 c.., every row, over all 128 keys (Br = 64, d = 128)
+//   columns  warpgroup c: columns (d / 2) c.., every row, over all 128 keys: blocks of 64 x 64 at
+//            d = 128, of 64 x 32 at d = 64 (wgmma n32; half the reduce traffic of keys there)
 //   rows     warpgroup c: rows 64 c.., every column, over all 128 keys (Br = 128)
 //   keys     warpgroup c: every block of rows and columns, over its own 64 keys (no meeting;
 //            both add into the same dQ rows: twice the reduce traffic)
 // columns and rows need both warpgroups' dS^T in shared memory first (a named barrier).
 enum class DqCut { columns, rows, keys };
 
-// The rung's tiles at each d, chosen by measurement (docs/gpu-ladder.md): Br = 64 query rows a
-// step (128 at d = 64, dQ then cut by rows, measured 0.85x to 0.89x: its consumers spill; d = 128
-// has no room for it), the cut, and the overlaps (both at d = 128; at d = 64, where dQ is cut by
-// keys, issuing dQ first lost 3 %; the pipeline across tiles, kBwdOverlapNext, lost 7 to 10 %).
+// The rung's tiles at each d, chosen by measurement (docs/gpu-ladder.md): Br query rows a step,
+// 128 at d = 64 (dQ then cut by rows; 1.11x to 1.28x Br = 64 since the descriptors are built
+// once, 0.85x to 0.94x before, when its consumers spilled 12 to 20 bytes) and 64 at d = 128 (no
+// room for 128), the cut, and the overlaps (both at each d; at d = 64 with Br = 64, where dQ is
+// cut by keys, issuing dQ first lost 3 %, the pipeline across tiles, kBwdOverlapNext, 7 to 10 %).
 // kStages: Q_i, dO_i stages in flight (a third, where d = 64
 // left room, measured no faster).
 template <int kD>
 struct HopperBwdTiles {
-  static constexpr int Br = 64, Bc = kHopperBwdBc;
+  static constexpr int Br = kD == 64 ? 128 : 64, Bc = kHopperBwdBc;
   static constexpr int kStages = 2;
 };
 constexpr DqCut hopper_bwd_cut(int d, int Br) {
@@ -111,19 +116,32 @@ constexpr int hopper_bwd_overlap(int d, int Br) {
 // shared memory by the copy engine's bulk reduce-add (cp.reduce.async.bulk.tensor).
 enum class DqWay { separate, atomics, bulk_add };
 
-// How dQ's 64 x 64 block is staged in shared memory for the bulk reduce (both timed, side by side,
-// docs/gpu-ladder.md; the launch makes the tensor map to match):
+// How dQ's 64 x 64 block is staged in shared memory for the bulk reduce (each timed, side by side,
+// docs/gpu-ladder.md; the launch makes the tensor map to match, hopper_bwd_dq_map_rank):
 //   swizzled  the warpgroup's block as two 128-byte swizzled boxes of 64 rows x 32 columns (a 3d
-//             map), one reduce a box, issued by one thread once the warpgroup has met. A
+//             map), one reduce a box, issued by one thread once the warpgroup has met (twice: once
+//             to know the last reduce has read the staging, once to know every store is in). A
 //             half-warp's rows g and g ^ 1 fall on the same banks: every store takes twice.
+//   spread    the same boxes, with the lanes of odd rows g storing their column blocks in the
+//             order nb ^ 2 (a select per value), so that a half-warp's four rows land on four
+//             different 32-byte bank groups: no bank conflict. And one meeting a step, not two:
+//             the issuer waits for the last reduce's read before dS^T's barrier, which then
+//             tells the warpgroup the staging is free.
 //   groups    each warp's 16 rows as 8 groups of 8 columns x 16 rows (dq_tensor_map's 4d box), no
 //             bank conflict, one reduce a warp after the warp's own barrier: no meeting.
-// groups at d = 128 (1.00x to 1.08x there); swizzled at d = 64, where groups measured 0.79x to
-// 0.93x (our reading, not measured: four times the reduces' box rows, of 32 bytes each, in a step
-// half as long, so the copy engine's share of the step doubles).
-enum class DqStaging { swizzled, groups };
+// groups at d = 128 (1.00x to 1.08x swizzled there); swizzled at d = 64, where groups measured
+// 0.79x to 0.93x at Br = 64 (our reading, not measured: four times the reduces' box rows, of 32
+// bytes each, in a step half as long, so the copy engine's share of the step doubles). spread
+// measured 0.98x to 0.99x swizzled at d = 64, Br = 64, 0.96x to 1.00x at Br = 128 (where it spills
+// 8 bytes), 0.94x to 1.04x groups at d = 128; only beside the cut by column halves at d = 64, where
+// both warpgroups meet, did it gain (1.04x to 1.08x): a timed step, not the rung's choice.
+enum class DqStaging { swizzled, spread, groups };
 constexpr DqStaging hopper_bwd_dq_staging(int d) {
   return d == 128 ? DqStaging::groups : DqStaging::swizzled;
+}
+// The rank of dQ's tensor map for a staging: 4 (groups' view of dQ) or 3 (64 x 32 boxes).
+constexpr int hopper_bwd_dq_map_rank(DqStaging staging) {
+  return staging == DqStaging::groups ? 4 : 3;
 }
 
 template <class E>
@@ -138,13 +156,14 @@ struct HopperBwdArgs {
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte. dQ's staging: a
 // 64 x 64 fp32 block per warpgroup per block of dS K_j it adds (kDqBlocks, by the cut).
-template <int kD, int kBr = HopperBwdTiles<kD>::Br, DqCut kCut = hopper_bwd_cut(kD, kBr)>
+template <int kD, int kBr = HopperBwdTiles<kD>::Br, DqCut kCut = hopper_bwd_cut(kD, kBr),
+          int kStageCount = HopperBwdTiles<kD>::kStages>
 struct HopperBwdSmem {
   static constexpr int Br = kBr, Bc = kHopperBwdBc;
   static constexpr int kDqBlocks = kCut == DqCut::columns ? Br / 64
                                    : kCut == DqCut::rows  ? kD / 64
                                                           : (Br / 64) * (kD / 64);
-  static constexpr int kStages = HopperBwdTiles<kD>::kStages;
+  static constexpr int kStages = kStageCount;
   static constexpr int kK = 0, kV = Bc * kD * 2, kQ = 2 * kV;
   static constexpr int kdO = kQ + kStages * Br * kD * 2;
   static constexpr int kdST = kdO + kStages * Br * kD * 2;  // 2 buffers of Bc x Br
@@ -272,20 +291,21 @@ __device__ inline void store_dst(std::uint32_t* sdST, const std::uint32_t (&a)[B
     }
 }
 
-// dQ's 64 x 64 block (query rows r0.., columns c0..) of dS K_j over keys key0 .. key0 + kKeys - 1
-// of the tile: dS read transposed out of sdST (its 64-query half r0 / 64), K_j read transposed
-// (keys are the k index): kKeys / 16 wgmma. Both operands are MN-major: the stride, 1024 bytes,
-// steps from one group of 8 keys (8 rows of 128 bytes) to the next; the leading offset passed,
-// Bc x 128 bytes (from one 64-column half of the tile to the next), is never read, both operands
-// spanning 64 columns only (mn_major with Bc rows).
-template <class E, int kKeys>
-__device__ inline void issue_dq_block(float (&acc)[64 / 8][4], Operand<E> dST, Operand<E> K,
+// dQ's 64 x kW block (query rows r0.., columns c0..; kW = 64, or 32 for the column halves at
+// d = 64) of dS K_j over keys key0 .. key0 + kKeys - 1 of the tile: dS read transposed out of sdST
+// (its 64-query half r0 / 64), K_j read transposed (keys are the k index): kKeys / 16 wgmma. Both
+// operands are MN-major: the stride, 1024 bytes, steps from one group of 8 keys (8 rows of 128
+// bytes) to the next; the leading offset passed, Bc x 128 bytes (from one 64-column half of the
+// tile to the next), is never read, both operands spanning 64 columns at most (mn_major with Bc
+// rows). Columns c0 % 64 = 32 start half-way into K_j's swizzled rows.
+template <class E, int kKeys, int kW = 64>
+__device__ inline void issue_dq_block(float (&acc)[kW / 8][4], Operand<E> dST, Operand<E> K,
                                       int key0, int r0, int c0) {
 #pragma unroll
   for (int kt = 0; kt < kKeys / 16; ++kt)
-    hopper_ptx::wgmma_ss_tt_n64<E>(
+    hopper_ptx::wgmma_ss_tt<E, kW>(
         acc, dST.at((r0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64),
-        K.at((c0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64), kt > 0);
+        K.at((c0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64 + c0 % 64), kt > 0);
 }
 
 // The lane's part of a 64-row fragment block (rows row0 + 16 w + g (+ 8), columns col0 + 8 nb +
@@ -310,19 +330,27 @@ __device__ inline void write_block(float* X, const float (&acc)[N / 8][4], index
   }
 }
 
-// The lane's part of dQ's 64 x 64 block, times scale, into the warpgroup's staging (swizzled):
-// two halves of 32 fp32 columns, 128-byte rows swizzled as the 3d map's boxes are.
-__device__ inline void stage_dq_swizzled(float* sdQ, const float (&acc)[64 / 8][4], float scale) {
+// The lane's part of dQ's 64 x kW block, times scale, into the warpgroup's staging (swizzled):
+// kW / 32 halves of 32 fp32 columns, 128-byte rows swizzled as the 3d map's boxes are: row R,
+// 16-byte chunk k at chunk k ^ (R % 8). With kSpread, at step nb a lane of odd g stores column
+// block nb ^ 2 (its pair of chunks moved by 2 within the half), so that the 16 lanes of a
+// half-warp, rows g .. g + 3, fill the pairs m, m ^ 2, m ^ 1, m ^ 3 of the row's four: 128 distinct
+// bytes.
+template <bool kSpread, int kW>
+__device__ inline void stage_dq_swizzled(float* sdQ, const float (&acc)[kW / 8][4], float scale) {
   const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+  const bool odd = kSpread && (g & 1);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = 16 * w + g + 8 * r;
 #pragma unroll
-    for (int nb = 0; nb < 8; ++nb) {
-      const int col = nb * 8 + 2 * t, chunk = (col % 32) / 4;
+    for (int nb = 0; nb < kW / 8; ++nb) {
+      const int b = odd ? nb ^ 2 : nb;  // the block stored; acc[] indexed by constants only
+      const int col = b * 8 + 2 * t, chunk = (col % 32) / 4;
       float* to = sdQ + (col / 32) * 64 * 32 + row * 32 + ((chunk ^ (row % 8)) * 4) + col % 4;
-      *reinterpret_cast<float2*>(to) =
-          make_float2(acc[nb][2 * r] * scale, acc[nb][2 * r + 1] * scale);
+      const float x = odd ? acc[nb ^ 2][2 * r] : acc[nb][2 * r];
+      const float y = odd ? acc[nb ^ 2][2 * r + 1] : acc[nb][2 * r + 1];
+      *reinterpret_cast<float2*>(to) = make_float2(x * scale, y * scale);
     }
   }
 }
@@ -380,7 +408,8 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
 }
 
 template <class E, int kD, DqWay kDq, int kBr = HopperBwdTiles<kD>::Br,
-          DqCut kCut = hopper_bwd_cut(kD, kBr), int kOverlap = hopper_bwd_overlap(kD, kBr)>
+          DqCut kCut = hopper_bwd_cut(kD, kBr), int kOverlap = hopper_bwd_overlap(kD, kBr),
+          DqStaging kStaging = hopper_bwd_dq_staging(kD)>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_bwd_kernel(const __grid_constant__ CUtensorMap tmQ,
                       const __grid_constant__ CUtensorMap tmK,
@@ -393,10 +422,12 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                  kNext = kOverlap & kBwdOverlapNext;
   constexpr bool kKRegs = kOverlap & kBwdKRegisters, kVRegs = kOverlap & kBwdVRegisters;
   constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
-  constexpr bool kByWarp = hopper_bwd_dq_staging(kD) == DqStaging::groups;
+  constexpr bool kByWarp = kStaging == DqStaging::groups, kSpread = kStaging == DqStaging::spread;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = HopperBwdSmem<kD, kBr, kCut>;
-  static_assert(kCut != DqCut::columns || kD == 128, "dQ cut by columns: two blocks of 64");
+  using L = HopperBwdSmem<kD, kBr, kCut, (kOverlap & kBwdStages3) ? 3 : 2>;
+  static_assert(L::kBytes <= int(kSmemOptIn), "the stages do not fit in shared memory");
+  static_assert(kCut != DqCut::columns || kStaging != DqStaging::groups || kD == 128,
+                "groups stage blocks 64 columns wide");
   static_assert(kCut != DqCut::rows || kBr == 128, "dQ cut by rows: two blocks of 64");
   constexpr bool kMeet = kCut != DqCut::keys;  // both warpgroups' dS^T read by each
   static_assert(
@@ -498,9 +529,10 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   // dQ's block (rows q0 + r0.., columns c0..) of dS K_j, times scale, added into dQ: by atomics,
   // or staged (once every thread knows the staging is free) and reduced by the copy engine:
   // warp by warp (groups), or once the warpgroup has met (swizzled).
-  const auto send_dq = [&](const float(&dq)[64 / 8][4], index_t q0, int r0, int c0, int blk) {
+  const auto send_dq = [&](const auto& dq, index_t q0, int r0, int c0, int blk) {
+    [[maybe_unused]] constexpr int kW = 8 * int(sizeof(dq) / sizeof(dq[0]));  // 64 or 32 columns
     if constexpr (kDq == DqWay::atomics) {
-      write_block<kD, 64, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
+      write_block<kD, kW, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
     } else if constexpr (kByWarp) {
       float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64 + w * kHopperBwdDqRows * 64;
       stage_dq_groups(mine, dq, a.scale);
@@ -513,12 +545,12 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       }
     } else {
       float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
-      if (blk == 0) hopper_ptx::named_barrier_sync(3 + c, 128);
-      stage_dq_swizzled(mine, dq, a.scale);
+      if (blk == 0 && !kSpread) hopper_ptx::named_barrier_sync(3 + c, 128);
+      stage_dq_swizzled<kSpread, kW>(mine, dq, a.scale);
       hopper_ptx::fence_proxy_async();
       hopper_ptx::named_barrier_sync(3 + c, 128);
       if (issuer) {
-        for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < kW / 32; ++h)
           hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0 + r0), int(head),
                                         mine + h * 64 * 32);
         hopper_ptx::bulk_commit();
@@ -526,17 +558,18 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     }
   };
   // This warpgroup's dS^T (or both warpgroups', kMeet) in shared memory for dQ's wgmma, and the
-  // staging free again: the last reduce has read it (its issuer waits: before the barrier with
-  // groups, where no other barrier follows; with swizzled, send_dq's first barrier tells the rest).
+  // staging free again: the last reduce has read it (its issuer waits before the barrier with
+  // groups and spread, which the barrier then tells; with swizzled, after it, and send_dq's first
+  // barrier tells the rest).
   const auto dst_in_place = [&] {
-    constexpr bool kBulk = kDq == DqWay::bulk_add;
-    if (kBulk && kByWarp && issuer) hopper_ptx::bulk_wait_read<0>();
+    constexpr bool kBulk = kDq == DqWay::bulk_add, kWaitFirst = kByWarp || kSpread;
+    if (kBulk && kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
     hopper_ptx::fence_proxy_async();
     if constexpr (kMeet)
       hopper_ptx::named_barrier_sync(1, 256);
     else
       hopper_ptx::named_barrier_sync(1 + c, 128);
-    if (kBulk && !kByWarp && issuer) hopper_ptx::bulk_wait_read<0>();
+    if (kBulk && !kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
   };
 
   // P^T = exp2(S^T c - L2_q) over query tile i once S^T is in (while dP^T may still run), then
@@ -630,16 +663,17 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 #pragma unroll
       for (int blk = 0; blk < L::kDqBlocks; ++blk) {
         constexpr int kCol = kD / 64;  // (the keys cut: blk walks rows, then columns)
+        constexpr int kW = kCut == DqCut::columns ? kD / 2 : 64;  // the block's columns
         const int r0 = kCut == DqCut::columns ? 64 * blk
                        : kCut == DqCut::rows  ? 64 * c
                                               : 64 * (blk / kCol);
-        const int c0 = kCut == DqCut::columns ? 64 * c : 64 * (blk % kCol);
-        float dq[64 / 8][4];
+        const int c0 = kCut == DqCut::columns ? kW * c : 64 * (blk % kCol);
+        float dq[kW / 8][4];
         hopper_ptx::wgmma_fence();
         if constexpr (kMeet)
-          issue_dq_block<E, Bc>(dq, dSTt, Kt, 0, r0, c0);
+          issue_dq_block<E, Bc, kW>(dq, dSTt, Kt, 0, r0, c0);
         else
-          issue_dq_block<E, 64>(dq, dSTt, Kt, 64 * c, r0, c0);
+          issue_dq_block<E, 64, kW>(dq, dSTt, Kt, 64 * c, r0, c0);
         hopper_ptx::wgmma_commit();
         if (kDqFirst && blk == 0) {  // dK behind it: dQ's block is in when dK may still run
           issue_frag_by_rows<E, kD, Br>(dk, df, Qi);
