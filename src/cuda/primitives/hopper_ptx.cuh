@@ -144,8 +144,9 @@ __device__ inline void prefetch_tensor_map(const CUtensorMap* map) {
 //   bits 16-29  leading byte offset (LBO) >> 4
 //   bits 32-45  stride byte offset (SBO) >> 4
 //   bits 49-51  base offset, 0: the swizzle pattern of every tile starts at a 1024-byte boundary
-//               (aligned_1024), and the start addresses inside one (k steps of 32 bytes) stay in
-//               its first 128-byte row, so (address >> 7) & 7 is 0 as well
+//               (aligned_1024), and the start addresses inside one (k steps of 32 bytes, or the
+//               64 bytes to a column half of an MN-major operand, wgmma_ss_tt_n32) stay in its
+//               first 128-byte row, so (address >> 7) & 7 is 0 as well
 //   bits 62-63  layout type, 1 = 128-byte swizzle (0 none, 2 64-byte, 3 32-byte)
 // LBO and SBO mean different things by the operand's major-ness (PTX ISA, "Leading Dimension Byte
 // Offset", "Stride Dimension Byte Offset"); for these tiles of 128-byte rows (64 elements):
