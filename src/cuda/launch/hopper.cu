@@ -116,6 +116,16 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     run(hopper_forward_kernel<E, kD, false, false, false>);
 }
 
+// The bulk-reduce backward of cut C and overlaps O with dQ staged in the swizzled boxes, with or
+// without their bank conflicts (DqStaging::swizzled, spread): the settings that stage otherwise.
+template <class E, int kD, int kBr, DqCut C, int O>
+auto swizzled_kernel(DqStaging staging) {
+  using W = DqWay;
+  return staging == DqStaging::spread
+             ? hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, O, DqStaging::spread>
+             : hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, O, DqStaging::swizzled>;
+}
+
 // hopper's backward at Br = kBr query rows a step (g.tiling.Br: the rung's HopperBwdTiles, or
 // another Br that fits, timed by hopper_time_backward_steps).
 template <class E, int kD, int kBr>
@@ -158,31 +168,22 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
       // At d = 64, dQ cut by column halves (wgmma n32, both warpgroups' dS^T first): staged
-      // either way, with the P overlap (the rung's at d = 64) or P and Dq (d = 128's).
+      // either way with the P overlap (the rung's at d = 64), or spread with P and Dq (d = 128's).
+      const bool swizzled_box = staging != DqStaging::groups;
       if constexpr (kD == 64 && kBr == 64)
-        if (steps.dq_by_columns == 1 && steps.bwd_held == 0) {
+        if (steps.dq_by_columns == 1 && steps.bwd_held == 0 && swizzled_box) {
           constexpr DqCut C = DqCut::columns;
           constexpr std::size_t b = HopperBwdSmem<kD, kBr, C>::kBytes;
-          const bool dq_first = steps.bwd_overlap == (P | Dq);
-          const bool spread = staging == DqStaging::spread;
-          if (dq_first && spread)
+          if (steps.bwd_overlap == (P | Dq) && staging == DqStaging::spread)
             return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, P | Dq, DqStaging::spread>, b);
-          if ((steps.bwd_overlap < 0 || steps.bwd_overlap == P) && spread)
-            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, P, DqStaging::spread>, b);
-          if ((steps.bwd_overlap < 0 || steps.bwd_overlap == P) && staging == DqStaging::swizzled)
-            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, C, P, DqStaging::swizzled>, b);
+          if (steps.bwd_overlap < 0 || steps.bwd_overlap == P)
+            return run(swizzled_kernel<E, kD, kBr, C, P>(staging), b);
         }
-      // dQ staged the other way (spread; or, at d = 64, by warps), the rest as the rung's
+      // dQ staged the other way (spread; or, at d = 128, swizzled), the rest as the rung's
       const bool other_staging = staging != hopper_bwd_dq_staging(kD);
-      if (other_staging && steps.bwd_overlap < 0 && steps.bwd_held == 0 &&
-          steps.dq_by_columns < 0) {
-        constexpr int O = hopper_bwd_overlap(kD, kBr);
-        if (staging == DqStaging::spread)
-          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O, DqStaging::spread>, bytes);
-        if (staging == DqStaging::swizzled)
-          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O, DqStaging::swizzled>,
-                     bytes);
-      }
+      if (other_staging && swizzled_box && steps.bwd_overlap < 0 && steps.bwd_held == 0 &&
+          steps.dq_by_columns < 0)
+        return run(swizzled_kernel<E, kD, kBr, kCut, hopper_bwd_overlap(kD, kBr)>(staging), bytes);
       // K_j, or K_j and V_j, held in registers beside the overlaps: at d = 64 only (at d = 128
       // K_j alone, 224 of the 240 registers by count, spilled 76 bytes and serialized its wgmma)
       if constexpr (kD == 64 && kBr == 64) {

@@ -337,16 +337,6 @@ __device__ inline void wgmma_ss_tt_n32(float (&d)[32 / 8][4], std::uint64_t a, s
   else
     FD_WGMMA_SS("32", FD_REGS16, FD_ACC16, "16", "17", "18", "bf16", "1", "1");
 }
-// Both operands read transposed, N = 32 or 64.
-template <class E, int N>
-__device__ inline void wgmma_ss_tt(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b,
-                                   int accumulate) {
-  static_assert(N == 32 || N == 64, "wgmma_ss_tt: n32 or n64");
-  if constexpr (N == 64)
-    wgmma_ss_tt_n64<E>(d, a, b, accumulate);
-  else
-    wgmma_ss_tt_n32<E>(d, a, b, accumulate);
-}
 // D (64 x N, fp32) += A B: A (64 x 16) in registers (mma.sync's A fragments, warp by warp),
 // B (16 x N) N-major in shared memory (read transposed), named by its descriptor.
 template <class E>
@@ -377,15 +367,24 @@ __device__ inline void wgmma_rs_k_n64(float (&d)[64 / 8][4], const std::uint32_t
     FD_WGMMA_RS_K("64", FD_REGS32, FD_ACC32, "32, %33, %34, %35", "36", "37", "bf16");
 }
 
-// D (64 x N) = A B^T for N = 64 or 128, both K-major in shared memory.
-template <class E, int N>
+// D (64 x N) = A B^T for N = 64 or 128, both K-major in shared memory; or, kTransposed, D = A B
+// for N = 32 or 64, both MN-major (read transposed).
+template <class E, int N, bool kTransposed = false>
 __device__ inline void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b,
                                 int accumulate) {
-  static_assert(N == 64 || N == 128, "wgmma_ss: n64 or n128");
-  if constexpr (N == 128)
-    wgmma_ss_n128<E>(d, a, b, accumulate);
-  else
-    wgmma_ss_n64<E>(d, a, b, accumulate);
+  if constexpr (kTransposed) {
+    static_assert(N == 32 || N == 64, "wgmma_ss transposed: n32 or n64");
+    if constexpr (N == 64)
+      wgmma_ss_tt_n64<E>(d, a, b, accumulate);
+    else
+      wgmma_ss_tt_n32<E>(d, a, b, accumulate);
+  } else {
+    static_assert(N == 64 || N == 128, "wgmma_ss: n64 or n128");
+    if constexpr (N == 128)
+      wgmma_ss_n128<E>(d, a, b, accumulate);
+    else
+      wgmma_ss_n64<E>(d, a, b, accumulate);
+  }
 }
 // D (64 x N) += A B for N = 64 or 128, A from registers, B MN-major in shared memory.
 template <class E, int N>

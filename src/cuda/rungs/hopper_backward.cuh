@@ -303,7 +303,7 @@ __device__ inline void issue_dq_block(float (&acc)[kW / 8][4], Operand<E> dST, O
                                       int key0, int r0, int c0) {
 #pragma unroll
   for (int kt = 0; kt < kKeys / 16; ++kt)
-    hopper_ptx::wgmma_ss_tt<E, kW>(
+    hopper_ptx::wgmma_ss<E, kW, true>(
         acc, dST.at((r0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64),
         K.at((c0 / 64) * kHopperBwdBc * 64 + (key0 + kt * 16) * 64 + c0 % 64), kt > 0);
 }
