@@ -667,9 +667,9 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
 }
 
 // Not a test either (-tc="hopper steps speed*" --no-skip): hopper's forward with each overlap
-// step on and off, side by side, at the same shapes and at n = 16384.
+// step on and off and on the persistent grid, side by side, at n = 1024, 4096 and 16384.
 TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
-  for (index_t n : {4096, 16384})
+  for (index_t n : {1024, 4096, 16384})
     for (index_t d : {64, 128})
       for (bool causal : {false, true}) {
         const index_t b = 16384 / n, h = 2048 / d;
@@ -679,18 +679,18 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
         const std::vector<float> q = rounded(in.Q, Precision::bf16),
                                  k = rounded(in.K, Precision::bf16),
                                  v = rounded(in.V, Precision::bf16);
-        for (bool ping_pong : {false, true})
-          for (bool overlap : {false, true}) {
-            auto t =
-                cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
-                                               Variant{Precision::bf16, Mistake::none}, ping_pong,
-                                               overlap, q.data(), k.data(), v.data(), 3, 20);
-            std::sort(t.ms.begin(), t.ms.end());
-            const double ms = t.ms[t.ms.size() / 2];
-            MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal
-                                << " ping_pong=" << ping_pong << " overlap=" << overlap << ": "
-                                << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
-          }
+        using F = cuda::HopperFwdSteps;  // ping-pong, overlap, persistent (-1: the rung's)
+        for (F steps : {F{0, 0}, F{0, 1}, F{1, 0}, F{1, 1}, F{0, -1, 1}}) {
+          auto t = cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
+                                                  Variant{Precision::bf16, Mistake::none}, steps,
+                                                  q.data(), k.data(), v.data(), 3, 20);
+          std::sort(t.ms.begin(), t.ms.end());
+          const double ms = t.ms[t.ms.size() / 2];
+          MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal
+                              << " ping_pong=" << steps.ping_pong << " overlap=" << steps.overlap
+                              << " persistent=" << steps.persistent << ": " << ms << " ms, "
+                              << flops / ms / 1e9 << " TFLOP/s");
+        }
       }
 }
 
@@ -708,6 +708,40 @@ double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
 }
 
 }  // namespace
+
+// Every forward setting `flashdemo ladder --steps` times is graded as the rung is (check_rung's
+// rule, head by head): bf16, both head dims, causal bottom-right and not; and, at d = 64, a case
+// of 512 work items, several a block on the persistent grid, with rows that see no key.
+TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
+  const RungCase cases[] = {{2, 3, 333, 290, 64}, {2, 3, 333, 290, 128}, {4, 16, 1000, 900, 64}};
+  for (const RungCase& c : cases)
+    for (bool causal : {false, true}) {
+      const AttnParams p{causal, causal ? CausalAlign::bottom_right : CausalAlign::top_left, {}};
+      Heads<float> in = random_heads<float>(Case{c.b, c.h, c.n, c.m, c.d, 64, 64}, 29);
+      for (auto* x : {&in.Q, &in.K, &in.V}) *x = rounded(*x, Precision::bf16);
+      const index_t H = c.b * c.h;
+      std::vector<test::Expected<float>> expected;  // each head's reference, once (no backward)
+      for (index_t h = 0; h < H; ++h)
+        expected.emplace_back(test::Problem<float>{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
+                                                   head(in.V, h, c.m, c.d), Mat<float>(), p},
+                              Precision::bf16);
+      for (cuda::HopperStep step : cuda::hopper_steps(cuda::Pass::fwd, c.d, Precision::bf16)) {
+        INFO("n " << c.n << " d " << c.d << " causal " << causal << " step " << int(step));
+        std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n));
+        cuda::hopper_forward_steps<float>({c.b, c.h, c.n, c.m, c.d}, p,
+                                          Variant{Precision::bf16, Mistake::none},
+                                          cuda::hopper_fwd_setting(step), in.Q.data(), in.K.data(),
+                                          in.V.data(), O.data(), L.data());
+        for (index_t h = 0; h < H; ++h) {
+          const test::Outputs<float> got{head(O, h, c.n, c.d),
+                                         Eigen::Map<const Vec<float>>(L.data() + h * c.n, c.n),
+                                         Mat<float>(), Mat<float>(), Mat<float>()};
+          test::check_outputs(got, expected[std::size_t(h)], "hopper forward step",
+                              Precision::bf16);
+        }
+      }
+    }
+}
 
 // Every backward setting `flashdemo ladder --steps` times is graded as the rung is: bf16, both
 // head dims, causal bottom-right and not, against the naive backward by the 2x rule (O and L from
@@ -735,7 +769,7 @@ TEST_CASE("hopper's steps: every backward setting passes the correctness rule") 
 // case (the rung's choice first; the backward's variants in bf16 only, each d its own).
 TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that runs") {
   using S = cuda::HopperStep;
-  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 5);
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 6);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
         std::vector<S>{S::rung_choice, S::bwd_atomics});
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_br64);

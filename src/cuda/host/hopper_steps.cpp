@@ -1,6 +1,6 @@
 // hopper_steps.cpp — hopper's ideas as settings that can each be timed alone (rungs_api.hpp),
 // in a build with CUDA or without (there the timing functions say that CUDA is missing):
-//   forward    (ping-pong, overlap) in {0, 1}^2                            hopper.cuh
+//   forward    (ping-pong, overlap) in {0, 1}^2, and the persistent grid   hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
@@ -13,7 +13,8 @@ namespace fd::cuda {
 namespace {
 
 // One table of the settings: where each applies (the pass; d, 0 for any; whether only bf16 has
-// its kernel) and what it sets: the forward's (ping-pong, overlap), or the backward's
+// its kernel) and what it sets: the forward's HopperFwdSteps (ping-pong, overlap, persistent), or
+// the backward's
 // HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Br, held,
 // staging; -1 the rung's default). rung_choice stands once per pass, with every switch at the
 // default.
@@ -22,29 +23,30 @@ struct StepSetting {
   Pass pass;
   index_t d;
   bool bf16_only;
-  bool ping_pong, overlap;
+  HopperFwdSteps fwd;
   HopperBwdSteps bwd;
 };
 constexpr StepSetting kSettings[] = {
-    {HopperStep::rung_choice, Pass::fwd, 0, false, false, false, {}},
-    {HopperStep::fwd_none, Pass::fwd, 0, false, false, false, {}},
-    {HopperStep::fwd_overlap, Pass::fwd, 0, false, false, true, {}},
-    {HopperStep::fwd_ping_pong, Pass::fwd, 0, false, true, false, {}},
-    {HopperStep::fwd_both, Pass::fwd, 0, false, true, true, {}},
-    {HopperStep::rung_choice, Pass::bwd, 0, false, false, false, {}},
-    {HopperStep::bwd_atomics, Pass::bwd, 0, false, false, false, {false, -1, -1, -1}},
-    {HopperStep::bwd_none, Pass::bwd, 0, true, false, false, {true, -1, 0, -1}},
-    {HopperStep::bwd_p, Pass::bwd, 0, true, false, false, {true, -1, 1, -1}},
-    {HopperStep::bwd_dq, Pass::bwd, 0, true, false, false, {true, -1, 2, -1}},
-    {HopperStep::bwd_p_dq, Pass::bwd, 0, true, false, false, {true, -1, 3, -1}},
-    {HopperStep::bwd_next, Pass::bwd, 64, true, false, false, {true, -1, 5, 64}},  // P and Next
-    {HopperStep::bwd_k_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, 64, 1}},
-    {HopperStep::bwd_kv_registers, Pass::bwd, 64, true, false, false, {true, -1, -1, 64, 2}},
-    {HopperStep::bwd_dq_spread, Pass::bwd, 0, true, false, false, {true, -1, -1, -1, 0, 1}},
-    {HopperStep::bwd_dq_halves, Pass::bwd, 64, true, false, false, {true, 1, -1, 64, 0, 1}},
-    {HopperStep::bwd_br64, Pass::bwd, 64, true, false, false, {true, -1, -1, 64}},
-    {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, false, false, {true, 0, -1, -1}},
-    {HopperStep::bwd_stages3, Pass::bwd, 128, true, false, false, {true, -1, 35, -1}},  // P, Dq, 3
+    {HopperStep::rung_choice, Pass::fwd, 0, false, {}, {}},
+    {HopperStep::fwd_none, Pass::fwd, 0, false, {0, 0}, {}},
+    {HopperStep::fwd_overlap, Pass::fwd, 0, false, {0, 1}, {}},
+    {HopperStep::fwd_ping_pong, Pass::fwd, 0, false, {1, 0}, {}},
+    {HopperStep::fwd_both, Pass::fwd, 0, false, {1, 1}, {}},
+    {HopperStep::fwd_persistent, Pass::fwd, 0, false, {0, -1, 1}, {}},
+    {HopperStep::rung_choice, Pass::bwd, 0, false, {}, {}},
+    {HopperStep::bwd_atomics, Pass::bwd, 0, false, {}, {false, -1, -1, -1}},
+    {HopperStep::bwd_none, Pass::bwd, 0, true, {}, {true, -1, 0, -1}},
+    {HopperStep::bwd_p, Pass::bwd, 0, true, {}, {true, -1, 1, -1}},
+    {HopperStep::bwd_dq, Pass::bwd, 0, true, {}, {true, -1, 2, -1}},
+    {HopperStep::bwd_p_dq, Pass::bwd, 0, true, {}, {true, -1, 3, -1}},
+    {HopperStep::bwd_next, Pass::bwd, 64, true, {}, {true, -1, 5, 64}},  // P and Next
+    {HopperStep::bwd_k_registers, Pass::bwd, 64, true, {}, {true, -1, -1, 64, 1}},
+    {HopperStep::bwd_kv_registers, Pass::bwd, 64, true, {}, {true, -1, -1, 64, 2}},
+    {HopperStep::bwd_dq_spread, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, 1}},
+    {HopperStep::bwd_dq_halves, Pass::bwd, 64, true, {}, {true, 1, -1, 64, 0, 1}},
+    {HopperStep::bwd_br64, Pass::bwd, 64, true, {}, {true, -1, -1, 64}},
+    {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, {}, {true, 0, -1, -1}},
+    {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},  // P, Dq, 3
 };
 
 // The step's row for the pass; a step of the other pass: the pass's rung_choice (its first row).
@@ -72,6 +74,10 @@ HopperBwdSteps hopper_bwd_setting(HopperStep step) {
   return setting(step, Pass::bwd).bwd;
 }
 
+HopperFwdSteps hopper_fwd_setting(HopperStep step) {
+  return setting(step, Pass::fwd).fwd;
+}
+
 template <class T>
 Timing hopper_time_step(HopperStep step, Pass pass, const Shape& s, const AttnParams& params,
                         Variant v, const T* Q, const T* K, const T* V, const T* dO, int warmup,
@@ -81,8 +87,7 @@ Timing hopper_time_step(HopperStep step, Pass pass, const Shape& s, const AttnPa
                                       reps);
   if (step == HopperStep::rung_choice)
     return rung_time(s, params, v, Impl::hopper, Q, K, V, warmup, reps);
-  const StepSetting& x = setting(step, Pass::fwd);
-  return hopper_time_steps(s, params, v, x.ping_pong, x.overlap, Q, K, V, warmup, reps);
+  return hopper_time_steps(s, params, v, hopper_fwd_setting(step), Q, K, V, warmup, reps);
 }
 
 template Timing hopper_time_step(HopperStep, Pass, const Shape&, const AttnParams&, Variant,

@@ -26,11 +26,21 @@ template <class T>
 Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl, const T* Q,
                  const T* K, const T* V, int warmup, int reps);
 
-// The same for hopper with its two overlap steps (ping-pong between the consumer warpgroups,
-// softmax under the GEMMs within one) each on or off: what each step buys.
+// hopper's forward steps: its two overlaps (ping-pong between the consumer warpgroups, softmax
+// under the GEMMs within one) each on or off (-1: the rung's choice at d), and the grid
+// (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each).
+struct HopperFwdSteps {
+  int ping_pong = -1, overlap = -1, persistent = 0;
+};
+// The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
-Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bool ping_pong,
-                         bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps);
+Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, HopperFwdSteps steps,
+                         const T* Q, const T* K, const T* V, int warmup, int reps);
+// hopper's forward under a setting of its steps, O and L downloaded as rung_forward's: what the
+// tests grade each forward setting of `ladder --steps` with.
+template <class T>
+void hopper_forward_steps(const Shape& s, const AttnParams& params, Variant v, HopperFwdSteps steps,
+                          const T* Q, const T* K, const T* V, T* O, T* L);
 
 // hopper's backward steps, each on or off: what each buys. dQ added by the copy engine's bulk
 // reduce (bulk_dq) or by each thread's atomics; cut between the warpgroups by columns
@@ -64,6 +74,7 @@ enum class HopperStep {
   fwd_overlap,
   fwd_ping_pong,
   fwd_both,
+  fwd_persistent,
   bwd_atomics,
   bwd_none,
   bwd_p,
@@ -81,6 +92,8 @@ enum class HopperStep {
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p);
 // A backward step's setting (the forward's steps and rung_choice: the rung's default).
 HopperBwdSteps hopper_bwd_setting(HopperStep step);
+// A forward step's setting (the backward's steps and rung_choice: the rung's default).
+HopperFwdSteps hopper_fwd_setting(HopperStep step);
 
 // The step's median time, host arrays in (dO for the backward), as the tests time each step.
 template <class T>

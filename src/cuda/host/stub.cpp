@@ -51,12 +51,20 @@ template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const 
                           const float*, const float*, int, int);
 
 template <class T>
-Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool, const T*, const T*,
-                         const T*, int, int) {
+Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, HopperFwdSteps, const T*,
+                         const T*, const T*, int, int) {
   no_cuda();
 }
-template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
+template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, HopperFwdSteps,
                                   const float*, const float*, const float*, int, int);
+
+template <class T>
+void hopper_forward_steps(const Shape&, const AttnParams&, Variant, HopperFwdSteps, const T*,
+                          const T*, const T*, T*, T*) {
+  no_cuda();
+}
+template void hopper_forward_steps(const Shape&, const AttnParams&, Variant, HopperFwdSteps,
+                                   const float*, const float*, const float*, float*, float*);
 
 template <class T>
 void hopper_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps, const T*,

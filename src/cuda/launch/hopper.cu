@@ -92,11 +92,22 @@ void require_hopper() {
                     std::to_string(major) + "." + std::to_string(minor));
 }
 
+// The SMs of the current GPU: the persistent grid's size.
+int sm_count() {
+  int dev = 0, sms = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+        "cudaDeviceGetAttribute");
+  return sms;
+}
+
 template <class E, int kD>
 void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
-  const HopperArgs<E> a{p.O.ptr, p.L.ptr, p.s.n, p.s.m, p.tiling, p.mask, p.scale2, p.trace.view()};
+  const index_t heads = p.s.heads();
+  const HopperArgs<E> a{p.O.ptr,  p.L.ptr, p.s.n,    p.s.m,         heads,
+                        p.tiling, p.mask,  p.scale2, p.trace.view()};
   constexpr std::size_t bytes = HopperSmem<kD>::kBytes;
-  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(p.s.heads()));
+  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
   auto run = [&](auto kernel) {
     allow_smem(kernel, bytes);
     kernel<<<grid, kHopperThreads, bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
@@ -104,6 +115,19 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
+  if (steps.persistent == 1) {  // one block an SM over the (i, head) items: no ping-pong, no trace
+    if (steps.ping_pong || a.trace.computed)
+      throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
+    constexpr std::size_t b = HopperSmem<kD, 2>::kBytes;
+    const index_t items = p.tiling.Tr() * heads;
+    const dim3 g(unsigned(std::min<index_t>(items, sm_count())));
+    auto go = [&](auto kernel) {
+      allow_smem(kernel, b);
+      kernel<<<g, kHopperThreads, b>>>(p.maps.Q, p.maps.K, p.maps.V, a);
+    };
+    if (steps.overlap) return go(hopper_forward_kernel<E, kD, false, true, false, true>);
+    return go(hopper_forward_kernel<E, kD, false, false, false, true>);
+  }
   if (a.trace.computed)  // the tracing kernel: the rung's own steps
     run(hopper_forward_kernel<E, kD, Defaults::ping_pong, Defaults::overlap, true>);
   else if (steps.ping_pong && steps.overlap)

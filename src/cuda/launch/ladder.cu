@@ -125,13 +125,37 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
   });
 }
 
+// The launcher's switches for one of hopper's forward settings.
+HopperSteps launch_steps(HopperFwdSteps fwd) {
+  HopperSteps steps;
+  steps.ping_pong = fwd.ping_pong, steps.overlap = fwd.overlap, steps.persistent = fwd.persistent;
+  return steps;
+}
+
 template <class T>
-Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, bool ping_pong,
-                         bool overlap, const T* Q, const T* K, const T* V, int warmup, int reps) {
+Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, HopperFwdSteps steps,
+                         const T* Q, const T* K, const T* V, int warmup, int reps) {
   return with_element<T>(s, v, Impl::hopper, [&](auto element) {
     using E = typename decltype(element)::type;
     DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
-    return time_events([&] { launch(p, HopperSteps{int(ping_pong), int(overlap)}); }, warmup, reps);
+    return time_events([&] { launch(p, launch_steps(steps)); }, warmup, reps);
+  });
+}
+
+template <class T>
+void hopper_forward_steps(const Shape& s, const AttnParams& params, Variant v, HopperFwdSteps steps,
+                          const T* Q, const T* K, const T* V, T* O, T* L) {
+  with_element<T>(s, v, Impl::hopper, [&](auto element) {
+    using E = typename decltype(element)::type;
+    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
+    launch(p, launch_steps(steps));
+    check_launch("the forward kernel");
+    std::vector<E> o(p.O.count);
+    p.O.download(o.data());
+    for (std::size_t k = 0; k < o.size(); ++k) O[k] = T(from_element(o[k]));
+    std::vector<float> l(p.L.count);
+    p.L.download(l.data());
+    std::copy(l.begin(), l.end(), L);
   });
 }
 
@@ -286,8 +310,10 @@ template void rung_forward(const Shape&, const AttnParams&, Variant, Impl, const
                            const double*, const double*, double*, double*, double*, KernelTrace*);
 template Timing rung_time(const Shape&, const AttnParams&, Variant, Impl, const float*,
                           const float*, const float*, int, int);
-template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, bool, bool,
+template Timing hopper_time_steps(const Shape&, const AttnParams&, Variant, HopperFwdSteps,
                                   const float*, const float*, const float*, int, int);
+template void hopper_forward_steps(const Shape&, const AttnParams&, Variant, HopperFwdSteps,
+                                   const float*, const float*, const float*, float*, float*);
 template void hopper_backward_steps(const Shape&, const AttnParams&, Variant, HopperBwdSteps,
                                     const float*, const float*, const float*, const float*,
                                     const float*, const float*, float*, float*, float*);

@@ -144,8 +144,10 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 // only; -1: the rung's choice, hopper_bwd_overlap), and the rows of K_j (bwd_held 1) or of K_j
 // and V_j (2) held in registers beside those overlaps (kBwdKRegisters, kBwdVRegisters; Br = 64);
 // dQ's staging for the bulk reduce (dq_staging: int(DqStaging); -1: hopper_bwd_dq_staging).
+// The forward's grid: a block per (query tile, head), or persistent (1: a block an SM looping
+// over them, hopper_forward_kernel's kPersistent).
 struct HopperSteps {
-  int ping_pong = -1, overlap = -1;  // -1: HopperDefaults<d>
+  int ping_pong = -1, overlap = -1, persistent = 0;  // -1: HopperDefaults<d>
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
 };
 

@@ -14,6 +14,11 @@
 //       O = alpha O,  O += P V_j    wgmma m64n{d}k16, P from registers (rounded to E), V_j
 //                                   read transposed from shared memory
 //     then O_i = O / l and L_i = m2 ln 2 + log l, straight from registers to global memory.
+// With kPersistent (a timed step, `ladder --steps`), the grid is one block an SM, each block
+// looping over work items (i, head) (forward_item: causal rows longest first over all heads):
+// the producer loads the next item's Q_i into the second of two Q buffers (full_q, empty_q per
+// buffer) and its first K_j, V_j into the stages as they free up, while the consumers still
+// finish this item's last P V and write its O; the stages' phases count tiles across items.
 // Two overlaps, each a template switch so that its effect can be timed:
 //   kPingPong  the consumer warpgroups take turns at the tensor cores (named barriers 1, 2):
 //              meant to run one's softmax while the other's GEMMs do; measured, it costs 5 to
@@ -70,7 +75,7 @@ template <class E>
 struct HopperArgs {
   E* O;
   float* L;
-  index_t n, n_keys;
+  index_t n, n_keys, heads;
   Tiling tiling;  // 128 x 128
   Mask mask;
   float scale2;  // scale * log2(e)
@@ -87,13 +92,19 @@ struct HopperArgs {
 //   d = 64   16,384 + 2 x 32,768 + 72 + 1024 =  83,016 (6 stages would fit: 214,216)
 //   d = 128  32,768 + 2 x 65,536 + 72 + 1024 = 164,936 (3 stages would fit: 230,504; 4 not)
 // Every tile offset is a multiple of 16,384, so each tile's swizzle pattern starts 1024-aligned.
-template <int kD>
+// The persistent grid (kQBuffers = 2) keeps two Q tiles and a full_q and empty_q each: + 32 KiB
+// at d = 128 (197,704 bytes), + 16 KiB at d = 64.
+template <int kD, int kQBuffers = 1>
 struct HopperSmem {
-  static constexpr int kTile = kHopperBc * kD * 2;  // one K or V tile
-  static constexpr int kQ = 0, kK = kHopperBr * kD * 2, kV = kK + kHopperStages * kTile;
+  static constexpr int kTile = kHopperBc * kD * 2;                       // one K or V tile
+  static constexpr int kQBarriers = kQBuffers == 1 ? 1 : 2 * kQBuffers;  // full_q (and empty_q)
+  static constexpr int kQ = 0, kK = kQBuffers * kHopperBr * kD * 2;
+  static constexpr int kV = kK + kHopperStages * kTile;
   static constexpr int kBarriers = kV + kHopperStages * kTile;
-  static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kHopperStages) + 1024;  // + alignment
+  static constexpr int kBytes =
+      kBarriers + 8 * (kQBarriers + 4 * kHopperStages) + 1024;  // + alignment
 };
+static_assert(HopperSmem<128, 2>::kBytes <= int(kSmemOptIn), "two Q buffers at d = 128");
 
 // The fp32 accumulators a consumer thread holds through the key loop: O, S and P's A fragments.
 constexpr int hopper_consumer_registers(int d) {
@@ -184,13 +195,28 @@ __device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[
   hopper_ptx::wgmma_commit();
 }
 
-template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace>
+// Work item w of the persistent grid (0 .. Tr heads - 1): causal, the longest rows first over all
+// heads (rank w / heads, i = Tr - 1 - rank), so that each round of the grid takes items of about
+// one length; not causal, a head's query tiles together (i = w % Tr), so that the blocks of a
+// round read the same K_j, V_j from L2 (as the non-persistent grid, blockIdx.x the query tile).
+struct FwdItem {
+  index_t i, head;
+};
+__device__ inline FwdItem forward_item(index_t w, index_t Tr, index_t heads, bool causal) {
+  if (causal) return {Tr - 1 - w / heads, w % heads};
+  return {w % Tr, w / Tr};
+}
+
+template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
                           const __grid_constant__ CUtensorMap tmV, const HopperArgs<E> a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = HopperSmem<kD>;
+  static_assert(!kPersistent || (!kPingPong && !kTrace),
+                "the persistent grid: without ping-pong's turns and the trace");
+  constexpr int kQBuffers = kPersistent ? 2 : 1;
+  using L = HopperSmem<kD, kQBuffers>;
   constexpr int Br = kHopperBr, Bc = kHopperBc, kStages = kHopperStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -198,21 +224,30 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   E* sK = reinterpret_cast<E*>(smem + L::kK);
   E* sV = reinterpret_cast<E*>(smem + L::kV);
   std::uint64_t* full_q = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
-  std::uint64_t* full_k = full_q + 1;
+  std::uint64_t* empty_q = full_q + kQBuffers;  // (persistent only)
+  std::uint64_t* full_k = full_q + L::kQBarriers;
   std::uint64_t* full_v = full_k + kStages;
   std::uint64_t* empty_k = full_v + kStages;
   std::uint64_t* empty_v = empty_k + kStages;
 
   const index_t Tr = a.tiling.Tr();
-  const index_t i = a.mask.causal ? Tr - 1 - blockIdx.x : blockIdx.x;  // longest rows first
-  const index_t head = blockIdx.y, q0 = i * Br;
-  const index_t J = computed_key_tiles(a.tiling, a.mask, i);
-  const index_t F = full_key_tiles(a.tiling, a.mask, i);
+  // The block's work items: its own (i, head), or w = blockIdx.x, + gridDim.x, ... (persistent).
+  const index_t items = kPersistent ? Tr * a.heads : 1;
+  const index_t first = kPersistent ? index_t(blockIdx.x) : 0;
+  const index_t stride = kPersistent ? index_t(gridDim.x) : 1;
+  const auto item = [&](index_t w) -> FwdItem {
+    if constexpr (kPersistent) return forward_item(w, Tr, a.heads, a.mask.causal);
+    return {a.mask.causal ? Tr - 1 - index_t(blockIdx.x) : index_t(blockIdx.x),  // longest first
+            index_t(blockIdx.y)};
+  };
   const int wg = threadIdx.x / 128;
   // full_*: 1 arrival, the producer's arrive.expect_tx, plus the bytes of the copies; empty_*: 8,
   // lane 0 of each of the 2 x 4 consumer warps (release).
   if (threadIdx.x == 0) {
-    hopper_ptx::mbarrier_init(full_q, 1);
+    for (int b = 0; b < kQBuffers; ++b) {
+      hopper_ptx::mbarrier_init(full_q + b, 1);
+      if constexpr (kPersistent) hopper_ptx::mbarrier_init(empty_q + b, 8);
+    }
     for (int s = 0; s < kStages; ++s) {
       hopper_ptx::mbarrier_init(full_k + s, 1), hopper_ptx::mbarrier_init(full_v + s, 1);
       hopper_ptx::mbarrier_init(empty_k + s, 8);  // one arrival per consumer warp
@@ -224,38 +259,52 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
   if (wg == 0) {  // the producer
     hopper_ptx::setmaxnreg_dec<kHopperProducerRegisters>();
-    if (threadIdx.x != 0 || J == 0) return;
+    if (threadIdx.x != 0) return;
     hopper_ptx::prefetch_tensor_map(&tmQ), hopper_ptx::prefetch_tensor_map(&tmK);
     hopper_ptx::prefetch_tensor_map(&tmV);
-    // Br x d x 2 bytes: d / 64 boxes of 128 rows x 128 bytes (16,384 each, rows past the tensor
-    // zero-filled and counted too). Box h: columns 64 h .. 64 h + 63 (x = h x 64), written to
-    // half h, Br x 64 elements (16,384 bytes) after the previous one.
-    hopper_ptx::mbarrier_arrive_expect_tx(full_q, Br * kD * 2);
-    for (int h = 0; h < kD / 64; ++h)
-      hopper_ptx::tma_load_3d(sQ + h * Br * 64, &tmQ, h * 64, int(q0), int(head), full_q);
-    // Tile j is stage s's use u = j / kStages (its u-th fill, counting from 0). Before refilling
-    // the stage the producer waits for the consumers' release of tile j - kStages, use u - 1 of
-    // that stage, which completed phase u - 1 of empty_k[s] and empty_v[s]: parity (u - 1) & 1.
-    // The consumers wait for phase u of full_k[s] / full_v[s]: parity u & 1 (parity below).
-    // At kStages = 2:
-    //   j = 0, 1  stage j,     full parity 0; no empty wait (the stage has never been filled)
-    //   j = 2, 3  stage j - 2, full parity 1; empty parity 0 (tiles 0, 1 released: phase 0)
-    //   j = 4, 5  stage j - 4, full parity 0; empty parity 1 (tiles 2, 3 released: phase 1)
-    for (index_t j = 0; j < J; ++j) {
-      const int s = int(j % kStages);
-      const unsigned freed = unsigned((j / kStages - 1) & 1);  // tile j - 2's release
-      if (j >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
-      // As Q's: Bc x d x 2 bytes in d / 64 boxes; stage s at s x Bc x d elements, half h at
-      // h x Bc x 64 more. The box's y is the tile's first key j x Bc, z the head.
-      hopper_ptx::mbarrier_arrive_expect_tx(full_k + s, Bc * kD * 2);
+    index_t u = 0;  // K_j, V_j tiles loaded so far, over the items: stage u % kStages
+    int t = 0;      // Q tiles loaded so far: buffer t % kQBuffers
+    for (index_t w = first; w < items; w += stride) {
+      const FwdItem it = item(w);
+      const index_t J = computed_key_tiles(a.tiling, a.mask, it.i);
+      if (J == 0) continue;  // (the consumers write its zeros without waiting)
+      const int b = t % kQBuffers;
+      // Q's buffer b was last filled for item t - 2: its release is empty_q[b]'s phase t / 2 - 1.
+      if (kPersistent && t >= kQBuffers)
+        hopper_ptx::mbarrier_wait(empty_q + b, unsigned((t / kQBuffers - 1) & 1));
+      // Br x d x 2 bytes: d / 64 boxes of 128 rows x 128 bytes (16,384 each, rows past the tensor
+      // zero-filled and counted too). Box h: columns 64 h .. 64 h + 63 (x = h x 64), written to
+      // half h, Br x 64 elements (16,384 bytes) after the previous one.
+      hopper_ptx::mbarrier_arrive_expect_tx(full_q + b, Br * kD * 2);
       for (int h = 0; h < kD / 64; ++h)
-        hopper_ptx::tma_load_3d(sK + s * Bc * kD + h * Bc * 64, &tmK, h * 64, int(j * Bc),
-                                int(head), full_k + s);
-      if (j >= kStages) hopper_ptx::mbarrier_wait(empty_v + s, freed);
-      hopper_ptx::mbarrier_arrive_expect_tx(full_v + s, Bc * kD * 2);
-      for (int h = 0; h < kD / 64; ++h)
-        hopper_ptx::tma_load_3d(sV + s * Bc * kD + h * Bc * 64, &tmV, h * 64, int(j * Bc),
-                                int(head), full_v + s);
+        hopper_ptx::tma_load_3d(sQ + b * Br * kD + h * Br * 64, &tmQ, h * 64, int(it.i * Br),
+                                int(it.head), full_q + b);
+      // Tile u (the item's tile j) is stage s's use u / kStages (its fill, counting from 0).
+      // Before refilling the stage the producer waits for the consumers' release of tile
+      // u - kStages, use u / kStages - 1 of that stage, which completed phase u / kStages - 1 of
+      // empty_k[s] and empty_v[s]: parity (u / kStages - 1) & 1. The consumers wait for phase
+      // u / kStages of full_k[s] / full_v[s]: parity (u / kStages) & 1 (parity below). At
+      // kStages = 2, for the block's first item (u = j):
+      //   j = 0, 1  stage j,     full parity 0; no empty wait (the stage has never been filled)
+      //   j = 2, 3  stage j - 2, full parity 1; empty parity 0 (tiles 0, 1 released: phase 0)
+      //   j = 4, 5  stage j - 4, full parity 0; empty parity 1 (tiles 2, 3 released: phase 1)
+      for (index_t j = 0; j < J; ++j, ++u) {
+        const int s = int(u % kStages);
+        const unsigned freed = unsigned((u / kStages - 1) & 1);  // tile u - 2's release
+        if (u >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
+        // As Q's: Bc x d x 2 bytes in d / 64 boxes; stage s at s x Bc x d elements, half h at
+        // h x Bc x 64 more. The box's y is the tile's first key j x Bc, z the head.
+        hopper_ptx::mbarrier_arrive_expect_tx(full_k + s, Bc * kD * 2);
+        for (int h = 0; h < kD / 64; ++h)
+          hopper_ptx::tma_load_3d(sK + s * Bc * kD + h * Bc * 64, &tmK, h * 64, int(j * Bc),
+                                  int(it.head), full_k + s);
+        if (u >= kStages) hopper_ptx::mbarrier_wait(empty_v + s, freed);
+        hopper_ptx::mbarrier_arrive_expect_tx(full_v + s, Bc * kD * 2);
+        for (int h = 0; h < kD / 64; ++h)
+          hopper_ptx::tma_load_3d(sV + s * Bc * kD + h * Bc * 64, &tmV, h * 64, int(j * Bc),
+                                  int(it.head), full_v + s);
+      }
+      ++t;
     }
     return;
   }
@@ -265,126 +314,147 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   // mma.sync's C fragment (fragment.cuh): lane 4 g + t holds rows g and g + 8.
   const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4, row = c * 64 + warp * 16 + g;  // rows row, row + 8
-  // Batches of GEMMs a warpgroup issues: with kOverlap S_0, then one per later tile, then the
-  // last P V (J + 1); without, S_j and P_j V_j apart for each tile (2 J).
-  Turns<kPingPong> turns{c, int(kOverlap ? J + 1 : 2 * J)};
-  turns.start();
-  float o[kD / 8][4] = {};
-  float s[Bc / 8][4];
-  std::uint32_t p[Bc / 16][4];
-  FragmentRows st;
-  float m_old[2], alpha[2] = {1.0f, 1.0f};
-  bool moved = false;
-  // Tile j: stage j % kStages, in its use u = j / kStages, the phase u of full_k / full_v.
-  auto stage = [](index_t j) { return int(j % kStages); };
-  auto parity = [](index_t j) { return unsigned((j / kStages) & 1); };
-  auto release = [&](std::uint64_t* empty, index_t j) {  // this warp is done with tile j's K or V
-    __syncwarp();
-    if (lane == 0) hopper_ptx::mbarrier_arrive(empty + stage(j));
-  };
-  auto softmax = [&](index_t j) {  // S -> P in s, m2, l, alpha; then the trace
-    if (j >= F || (j + 1) * Bc > a.n_keys) mask_fragment<Bc>(s, a.mask, q0 + row, j * Bc, a.n_keys);
-    moved = softmax_fragment<Bc>(s, st, a.scale2, m_old, alpha);
-    if (kTrace && head == 0) {  // the trace is head 0's, as on every rung
-      record_tile(a.trace, a.tiling, i, j, row, m_old, st, alpha);
-      if (threadIdx.x == 128) a.trace.computed[i * a.tiling.Tc() + j] = 1;
-    }
-  };
-  auto rescale = [&] {
-    if (__any_sync(0xffffffffu, moved)) rescale_fragment<kD>(o, alpha);
-  };
-  auto to_p = [&] {
-#pragma unroll
-    for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
-  };
-
   // The tiles' descriptors, once (the stage's offset added in the loop): Q and K K-major, V
   // N-major (its 64-column halves Bc x 128 bytes apart).
-  const hopper_ptx::Operand<E> Qk = hopper_ptx::k_major(sQ), Kk = hopper_ptx::k_major(sK),
+  const hopper_ptx::Operand<E> Q0 = hopper_ptx::k_major(sQ), Kk = hopper_ptx::k_major(sK),
                                Vt = hopper_ptx::mn_major(sV, kHopperBc);
-  // Q is loaded once: full_q has only phase 0.
-  if (J > 0) hopper_ptx::mbarrier_wait(full_q, 0);
-  if constexpr (kOverlap) {
-    if (J > 0) {  // tile 0: S_0 and its softmax
-      hopper_ptx::mbarrier_wait(full_k, 0);
-      turns.take();
-      issue_qk<E, kD>(s, Qk, Kk, c);
-      turns.give();
-      hopper_ptx::wgmma_wait<0>();
-      hopper_ptx::fence_operands(s);
-      release(empty_k, 0);
-      softmax(0);
-      to_p();
+  index_t u0 = 0;  // the K_j, V_j tiles of the block's earlier items
+  int qn = 0;      // the Q tiles of its earlier items (those that saw a key)
+  for (index_t w = first; w < items; w += stride) {
+    const FwdItem it = item(w);
+    const index_t i = it.i, head = it.head, q0 = i * Br;
+    const index_t J = computed_key_tiles(a.tiling, a.mask, i);
+    const index_t F = full_key_tiles(a.tiling, a.mask, i);
+    // Batches of GEMMs a warpgroup issues: with kOverlap S_0, then one per later tile, then the
+    // last P V (J + 1); without, S_j and P_j V_j apart for each tile (2 J).
+    Turns<kPingPong> turns{c, int(kOverlap ? J + 1 : 2 * J)};
+    turns.start();
+    float o[kD / 8][4] = {};
+    float s[Bc / 8][4];
+    std::uint32_t p[Bc / 16][4];
+    FragmentRows st;
+    float m_old[2], alpha[2] = {1.0f, 1.0f};
+    bool moved = false;
+    // Tile j of the item is the block's tile u0 + j: stage (u0 + j) % kStages, in its use
+    // (u0 + j) / kStages, the phase of full_k / full_v it waits for.
+    auto stage = [&](index_t j) { return int((u0 + j) % kStages); };
+    auto parity = [&](index_t j) { return unsigned(((u0 + j) / kStages) & 1); };
+    auto release = [&](std::uint64_t* empty, index_t j) {  // this warp is done with tile j's K or V
+      __syncwarp();
+      if (lane == 0) hopper_ptx::mbarrier_arrive(empty + stage(j));
+    };
+    auto softmax = [&](index_t j) {  // S -> P in s, m2, l, alpha; then the trace
+      if (j >= F || (j + 1) * Bc > a.n_keys)
+        mask_fragment<Bc>(s, a.mask, q0 + row, j * Bc, a.n_keys);
+      moved = softmax_fragment<Bc>(s, st, a.scale2, m_old, alpha);
+      if (kTrace && head == 0) {  // the trace is head 0's, as on every rung
+        record_tile(a.trace, a.tiling, i, j, row, m_old, st, alpha);
+        if (threadIdx.x == 128) a.trace.computed[i * a.tiling.Tc() + j] = 1;
+      }
+    };
+    auto rescale = [&] {
+      if (__any_sync(0xffffffffu, moved)) rescale_fragment<kD>(o, alpha);
+    };
+    auto to_p = [&] {
+#pragma unroll
+      for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
+    };
+    // Q_i in buffer qn % kQBuffers, its fill qn / kQBuffers (one phase of full_q without the
+    // persistent grid); released (empty_q) once the item's last S is in.
+    const int qb = qn % kQBuffers;
+    const hopper_ptx::Operand<E> Qk = Q0.plus(qb * Br * kD);
+    auto release_q = [&] {
+      if constexpr (kPersistent) {
+        __syncwarp();
+        if (lane == 0) hopper_ptx::mbarrier_arrive(empty_q + qb);
+      }
+    };
+    if (J > 0) hopper_ptx::mbarrier_wait(full_q + qb, unsigned((qn / kQBuffers) & 1));
+    if constexpr (kOverlap) {
+      if (J > 0) {  // tile 0: S_0 and its softmax
+        hopper_ptx::mbarrier_wait(full_k, 0);
+        turns.take();
+        issue_qk<E, kD>(s, Qk, Kk, c);
+        turns.give();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(s);
+        release(empty_k, 0);
+        softmax(0);
+        to_p();
+      }
+      for (index_t j = 1; j < J; ++j) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
+        hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
+        turns.take();
+        issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
+        rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
+        hopper_ptx::mbarrier_wait(full_v + stage(j - 1), parity(j - 1));
+        hopper_ptx::fence_operands(p);
+        issue_pv<E, kD>(o, p, Vt.plus(stage(j - 1) * Bc * kD));
+        turns.give();
+        hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
+        hopper_ptx::fence_operands(s);
+        release(empty_k, j);
+        softmax(j);
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
+        release(empty_v, j - 1);
+        to_p();
+      }
+      if (J > 0) release_q();  // every S of the item is in
+      if (J > 0) {             // O += P_{J-1} V_{J-1}
+        rescale();
+        hopper_ptx::mbarrier_wait(full_v + stage(J - 1), parity(J - 1));
+        turns.take();
+        hopper_ptx::fence_operands(p);
+        issue_pv<E, kD>(o, p, Vt.plus(stage(J - 1) * Bc * kD));
+        turns.give();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(o);
+        release(empty_v, J - 1);
+      }
+    } else {
+      for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
+        hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
+        turns.take();
+        issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
+        turns.give();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(s);
+        release(empty_k, j);
+        softmax(j);
+        rescale();
+        to_p();
+        hopper_ptx::mbarrier_wait(full_v + stage(j), parity(j));
+        turns.take();
+        hopper_ptx::fence_operands(p);
+        issue_pv<E, kD>(o, p, Vt.plus(stage(j) * Bc * kD));
+        turns.give();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(o);
+        release(empty_v, j);
+      }
+      if (J > 0) release_q();
     }
-    for (index_t j = 1; j < J; ++j) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
-      hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
-      turns.take();
-      issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
-      rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
-      hopper_ptx::mbarrier_wait(full_v + stage(j - 1), parity(j - 1));
-      hopper_ptx::fence_operands(p);
-      issue_pv<E, kD>(o, p, Vt.plus(stage(j - 1) * Bc * kD));
-      turns.give();
-      hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
-      hopper_ptx::fence_operands(s);
-      release(empty_k, j);
-      softmax(j);
-      hopper_ptx::wgmma_wait<0>();
-      hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
-      release(empty_v, j - 1);
-      to_p();
-    }
-    if (J > 0) {  // O += P_{J-1} V_{J-1}
-      rescale();
-      hopper_ptx::mbarrier_wait(full_v + stage(J - 1), parity(J - 1));
-      turns.take();
-      hopper_ptx::fence_operands(p);
-      issue_pv<E, kD>(o, p, Vt.plus(stage(J - 1) * Bc * kD));
-      turns.give();
-      hopper_ptx::wgmma_wait<0>();
-      hopper_ptx::fence_operands(o);
-      release(empty_v, J - 1);
-    }
-  } else {
-    for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
-      hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
-      turns.take();
-      issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
-      turns.give();
-      hopper_ptx::wgmma_wait<0>();
-      hopper_ptx::fence_operands(s);
-      release(empty_k, j);
-      softmax(j);
-      rescale();
-      to_p();
-      hopper_ptx::mbarrier_wait(full_v + stage(j), parity(j));
-      turns.take();
-      hopper_ptx::fence_operands(p);
-      issue_pv<E, kD>(o, p, Vt.plus(stage(j) * Bc * kD));
-      turns.give();
-      hopper_ptx::wgmma_wait<0>();
-      hopper_ptx::fence_operands(o);
-      release(empty_v, j);
-    }
-  }
 
-  float inv[2];
-  finish_rows(st, inv);  // O = O / l, L = m2 ln 2 + log l
-  E* O = a.O + head * a.n * kD;
+    float inv[2];
+    finish_rows(st, inv);  // O = O / l, L = m2 ln 2 + log l
+    E* O = a.O + head * a.n * kD;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const index_t q = q0 + row + 8 * r;
-    if (q >= a.n) continue;
-    if (t == 0) a.L[head * a.n + q] = finalize2(st.m2[r], st.l[r]);
-    if (kTrace && head == 0 && t == 0) {
-      a.trace.final_m[q] = st.m2[r] * 0.69314718055994531f;
-      a.trace.final_l[q] = st.l[r];
+    for (int r = 0; r < 2; ++r) {
+      const index_t q = q0 + row + 8 * r;
+      if (q >= a.n) continue;
+      if (t == 0) a.L[head * a.n + q] = finalize2(st.m2[r], st.l[r]);
+      if (kTrace && head == 0 && t == 0) {
+        a.trace.final_m[q] = st.m2[r] * 0.69314718055994531f;
+        a.trace.final_l[q] = st.l[r];
+      }
+      // Row q's columns 8 nb + 2 t and + 1 are o[nb][2 r] and o[nb][2 r + 1] (C fragment layout).
+#pragma unroll
+      for (int nb = 0; nb < kD / 8; ++nb)
+        *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
+            ptx::pack2<E>(o[nb][2 * r] * inv[r], o[nb][2 * r + 1] * inv[r]);
     }
-    // Row q's columns 8 nb + 2 t and + 1 are o[nb][2 r] and o[nb][2 r + 1] (C fragment layout).
-#pragma unroll
-    for (int nb = 0; nb < kD / 8; ++nb)
-      *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
-          ptx::pack2<E>(o[nb][2 * r] * inv[r], o[nb][2 * r + 1] * inv[r]);
+    if (J > 0) u0 += J, ++qn;
   }
 #else
   __trap();  // built for a GPU without sm_90a's instructions: the host refuses before launching
