@@ -765,6 +765,26 @@ TEST_CASE("hopper's steps: every backward setting passes the correctness rule") 
     }
 }
 
+// The backward's persistent grid with more (key tile, head) items than SMs (32 heads x 9 key
+// tiles: a block takes two or three, and its stages' phases run on across them), causal or not,
+// graded as the rung is.
+TEST_CASE("hopper's steps: the persistent backward passes the rule over several items a block") {
+  for (index_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      const RungCase c{2, 16, 1000, 1100, d};
+      const AttnParams p{causal, CausalAlign::top_left, {}};
+      Heads<float> in = random_heads<float>(Case{c.b, c.h, c.n, c.m, c.d, 64, 64}, 43);
+      for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, Precision::bf16);
+      RungGradients g = rung_gradients(Impl::hopper, Precision::bf16, c, p, in, false);
+      INFO("d " << d << " causal " << causal);
+      cuda::hopper_backward_steps<float>(
+          {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none},
+          cuda::hopper_bwd_setting(cuda::HopperStep::bwd_persistent), in.Q.data(), in.K.data(),
+          in.V.data(), g.O.data(), g.L.data(), in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data());
+      grade_heads(in, g, c, p, Precision::bf16, "hopper persistent backward");
+    }
+}
+
 // What `flashdemo ladder --steps` times: every setting cuda::hopper_steps lists runs on a small
 // case (the rung's choice first; the backward's variants in bf16 only, each d its own).
 TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that runs") {
@@ -772,8 +792,8 @@ TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that r
   CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 6);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
         std::vector<S>{S::rung_choice, S::bwd_atomics});
-  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_br64);
-  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_stages3);
+  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_persistent);
+  CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_persistent);
   for (cuda::Pass pass : {cuda::Pass::fwd, cuda::Pass::bwd})
     for (index_t d : {64, 128})
       for (Precision prec : {Precision::bf16, Precision::fp16}) {
@@ -808,7 +828,7 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
               W{true, -1, 1, -1}, W{true, -1, 2, -1}, W{true, -1, 3, -1}, W{true, -1, -1, -1, 0, 1},
               W{true, -1, 1, 64}, W{true, -1, 4, 64}, W{true, -1, 5, 64}, W{true, -1, -1, 64, 1},
               W{true, -1, -1, 64, 2}, W{true, 1, -1, 64, 0, 0}, W{true, 1, -1, 64, 0, 1},
-              W{true, 1, 3, 64, 0, 1}, W{true, -1, 35, -1}}) {
+              W{true, 1, 3, 64, 0, 1}, W{true, -1, 35, -1}, W{true, -1, -1, -1, 0, -1, 1}}) {
           if (way.dq_by_columns >= 0 && way.staging < 0 && d != 128) continue;
           if (way.dq_by_columns >= 0 && way.staging >= 0 && d != 64) continue;
           if (way.overlap >= 4 && way.overlap < 32 && d != 64) continue;  // (pipeline: d = 64)

@@ -47,6 +47,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_br64, Pass::bwd, 64, true, {}, {true, -1, -1, 64}},
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, {}, {true, 0, -1, -1}},
     {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},  // P, Dq, 3
+    {HopperStep::bwd_persistent, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 1}},
 };
 
 // The step's row for the pass; a step of the other pass: the pass's rung_choice (its first row).

@@ -55,6 +55,7 @@ struct HopperBwdSteps {
   int dq_by_columns = -1, overlap = -1, Br = -1;
   int held = 0;  // rows of K_j (1), of K_j and V_j (2) in registers (HopperSteps::bwd_held)
   int staging = -1;
+  int persistent = 0;  // 1: one block an SM over the (key tile, head) items (bf16 only)
 };
 template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,
@@ -87,7 +88,8 @@ enum class HopperStep {
   bwd_dq_halves,
   bwd_br64,
   bwd_dq_by_keys,
-  bwd_stages3
+  bwd_stages3,
+  bwd_persistent
 };
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p);
 // A backward step's setting (the forward's steps and rung_choice: the rung's default).

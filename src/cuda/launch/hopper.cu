@@ -172,6 +172,7 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
                            g.dV.ptr,
                            p.s.n,
                            p.s.m,
+                           heads,
                            g.tiling,
                            p.mask,
                            p.scale,
@@ -191,6 +192,18 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, W::atomics, kBr>, bytes);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
+      // The persistent grid: one block an SM over the (key tile, head) items, the rung's settings.
+      if (steps.bwd_persistent == 1 && steps.bwd_overlap < 0 && steps.bwd_held == 0 &&
+          steps.dq_by_columns < 0 && staging == hopper_bwd_dq_staging(kD)) {
+        constexpr int O = hopper_bwd_overlap(kD, kBr);
+        const auto kernel =
+            hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O, hopper_bwd_dq_staging(kD), true>;
+        allow_smem(kernel, bytes);
+        const index_t items = g.tiling.Tc() * heads;
+        kernel<<<unsigned(std::min<index_t>(items, sm_count())), kHopperThreads, bytes>>>(
+            tmQ, p.maps.K, p.maps.V, tmdO, tmdQ, a);
+        return;
+      }
       // At d = 64, dQ cut by column halves (wgmma n32, both warpgroups' dS^T first): staged
       // either way with the P overlap (the rung's at d = 64), or spread with P and Dq (d = 128's).
       const bool swizzled_box = staging != DqStaging::groups;
@@ -255,7 +268,7 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     const bool other_cut =
         steps.dq_by_columns >= 0 && (steps.dq_by_columns == 1) != (kCut == DqCut::columns);
     if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_overlap(kD, kBr)) || other_cut ||
-        steps.bwd_held != 0 || staging != hopper_bwd_dq_staging(kD))
+        steps.bwd_held != 0 || staging != hopper_bwd_dq_staging(kD) || steps.bwd_persistent)
       throw CudaError("hopper's backward has no kernel for overlap " +
                       std::to_string(steps.bwd_overlap) + ", dq_by_columns " +
                       std::to_string(steps.dq_by_columns) + ", held " +

@@ -149,6 +149,7 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 struct HopperSteps {
   int ping_pong = -1, overlap = -1, persistent = 0;  // -1: HopperDefaults<d>
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
+  int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
 };
 
 // One forward of the problem on each rung (p.tiling.Tr() > 0, p.s.heads() > 0), the kernel

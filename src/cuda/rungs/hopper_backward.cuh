@@ -148,7 +148,7 @@ template <class E>
 struct HopperBwdArgs {
   const float2* LD;  // (L2, D) per padded row: heads x Tr Br
   float *dQ, *dK, *dV;
-  index_t n, n_keys;
+  index_t n, n_keys, heads;
   Tiling tiling;  // Br x 128
   Mask mask;
   float scale, scale2;  // scale, and scale * log2(e)
@@ -170,7 +170,8 @@ struct HopperBwdSmem {
   static constexpr int kdQ = kdST + 2 * Bc * Br * 2;  // 2 warpgroups x kDqBlocks x 64 x 64 fp32
   static constexpr int kLD = kdQ + 2 * kDqBlocks * 64 * 64 * 4;
   static constexpr int kBarriers = kLD + kStages * Br * 8;
-  static constexpr int kBytes = kBarriers + 8 * (1 + 2 * kStages) + 1024;  // + alignment
+  // full_kv, full and empty per stage, empty_kv (the persistent grid's)
+  static constexpr int kBytes = kBarriers + 8 * (2 + 2 * kStages) + 1024;  // + alignment
 };
 
 // The fp32 values a consumer thread holds at once: dK, dV, and S^T with dP^T; then dK, dV, P^T
@@ -407,9 +408,21 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
   }
 }
 
+// Work item w of the persistent grid (0 .. Tc heads - 1), a (key tile j, head): causal, the key
+// tiles that most query tiles see first over all heads (rank w / heads = j: masking is monotone,
+// so a smaller j is seen by as many query tiles or more); not causal, a head's key tiles together
+// (j = w % Tc), so that the blocks of a round read the same Q_i, dO_i from L2.
+struct BwdItem {
+  index_t j, head;
+};
+__device__ inline BwdItem backward_item(index_t w, index_t Tc, index_t heads, bool causal) {
+  if (causal) return {w / heads, w % heads};
+  return {w % Tc, w / Tc};
+}
+
 template <class E, int kD, DqWay kDq, int kBr = HopperBwdTiles<kD>::Br,
           DqCut kCut = hopper_bwd_cut(kD, kBr), int kOverlap = hopper_bwd_overlap(kD, kBr),
-          DqStaging kStaging = hopper_bwd_dq_staging(kD)>
+          DqStaging kStaging = hopper_bwd_dq_staging(kD), bool kPersistent = false>
 __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_bwd_kernel(const __grid_constant__ CUtensorMap tmQ,
                       const __grid_constant__ CUtensorMap tmK,
@@ -440,6 +453,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                               hopper_bwd_consumer_registers(kD, kBr, false, kKRegs + kVRegs) <=
                                   kHopperConsumerRegisters),
       "K_j or V_j in registers: Br = 64, and registers for their fragments");
+  static_assert(!kPersistent || !kNext, "the persistent grid: without the pipeline across tiles");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -453,10 +467,24 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   std::uint64_t* full_kv = reinterpret_cast<std::uint64_t*>(smem + L::kBarriers);
   std::uint64_t* full = full_kv + 1;
   std::uint64_t* empty = full + kStages;
+  std::uint64_t* empty_kv = empty + kStages;  // (persistent only)
 
-  const index_t j = blockIdx.x, head = blockIdx.y, k0 = j * Bc, Tr = a.tiling.Tr();
-  index_t i0 = 0;  // the query tiles that see key tile j: i0 .. Tr - 1 (masking is monotone)
-  while (i0 < Tr && a.tiling.classify(a.mask, i0, j) == TileKind::skipped) ++i0;
+  const index_t Tr = a.tiling.Tr(), Tc = a.tiling.Tc();
+  // The block's work items: its own (j, head), or w = blockIdx.x, + gridDim.x, ... (persistent).
+  const index_t items = kPersistent ? Tc * a.heads : 1;
+  const index_t first = kPersistent ? index_t(blockIdx.x) : 0;
+  const index_t stride = kPersistent ? index_t(gridDim.x) : 1;
+  const auto item = [&](index_t w) -> BwdItem {
+    if constexpr (kPersistent) return backward_item(w, Tc, a.heads, a.mask.causal);
+    return {index_t(blockIdx.x), index_t(blockIdx.y)};
+  };
+  // The query tiles that see key tile j: i0 .. Tr - 1 (masking is monotone).
+  const auto first_query_tile = [&](index_t j) {
+    index_t i0 = 0;
+    while (i0 < Tr && a.tiling.classify(a.mask, i0, j) == TileKind::skipped) ++i0;
+    return i0;
+  };
+  const BwdItem first_item = item(first);  // (without the persistent grid, the block's one)
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     hopper_ptx::mbarrier_init(full_kv, 1);
@@ -464,12 +492,16 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       hopper_ptx::mbarrier_init(full + s, 1);
       hopper_ptx::mbarrier_init(empty + s, 256);  // one arrival per consumer thread
     }
+    if constexpr (kPersistent) hopper_ptx::mbarrier_init(empty_kv, 256);
     hopper_ptx::fence_barrier_init();
-    if (i0 < Tr) {  // K_j and V_j on their way before any consumer waits for them
+    // K_j and V_j on their way before any consumer waits for them (the persistent grid's
+    // producer loads each item's in its loop)
+    if (!kPersistent && first_query_tile(first_item.j) < Tr) {
+      const int k0 = int(first_item.j * Bc), head = int(first_item.head);
       hopper_ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Bc * kD * 2);
       for (int h = 0; h < kD / 64; ++h) {
-        hopper_ptx::tma_load_3d(sK + h * Bc * 64, &tmK, h * 64, int(k0), int(head), full_kv);
-        hopper_ptx::tma_load_3d(sV + h * Bc * 64, &tmV, h * 64, int(k0), int(head), full_kv);
+        hopper_ptx::tma_load_3d(sK + h * Bc * 64, &tmK, h * 64, k0, head, full_kv);
+        hopper_ptx::tma_load_3d(sV + h * Bc * 64, &tmV, h * 64, k0, head, full_kv);
       }
     }
   }
@@ -477,19 +509,36 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
   if (wg == 0) {  // the producer
     hopper_ptx::setmaxnreg_dec<kHopperProducerRegisters>();
-    if (threadIdx.x != 0 || i0 == Tr) return;
-    for (index_t i = i0; i < Tr; ++i) {
-      const index_t u = i - i0;
-      const int s = int(u % kStages);
-      if (u >= kStages) hopper_ptx::mbarrier_wait(empty + s, unsigned((u / kStages - 1) & 1));
-      hopper_ptx::mbarrier_arrive_expect_tx(full + s, 2 * Br * kD * 2 + Br * 8);
-      for (int h = 0; h < kD / 64; ++h) {
-        hopper_ptx::tma_load_3d(sQ + s * Br * kD + h * Br * 64, &tmQ, h * 64, int(i * Br),
-                                int(head), full + s);
-        hopper_ptx::tma_load_3d(sdO + s * Br * kD + h * Br * 64, &tmdO, h * 64, int(i * Br),
-                                int(head), full + s);
+    if (threadIdx.x != 0) return;
+    index_t u = 0;  // steps loaded so far, over the items: stage u % kStages
+    int kv = 0;     // K_j, V_j loaded so far (persistent: one fill of full_kv an item)
+    for (index_t w = first; w < items; w += stride) {
+      const BwdItem it = item(w);
+      const index_t i_first = first_query_tile(it.j);
+      if (i_first == Tr) continue;  // (the consumers write its zeros without waiting)
+      if constexpr (kPersistent) {  // K_j, V_j once the consumers are done with the last item's
+        if (kv > 0) hopper_ptx::mbarrier_wait(empty_kv, unsigned((kv - 1) & 1));
+        hopper_ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Bc * kD * 2);
+        for (int h = 0; h < kD / 64; ++h) {
+          hopper_ptx::tma_load_3d(sK + h * Bc * 64, &tmK, h * 64, int(it.j * Bc), int(it.head),
+                                  full_kv);
+          hopper_ptx::tma_load_3d(sV + h * Bc * 64, &tmV, h * 64, int(it.j * Bc), int(it.head),
+                                  full_kv);
+        }
       }
-      hopper_ptx::bulk_load(sLD + s * Br, a.LD + head * Tr * Br + i * Br, Br * 8, full + s);
+      for (index_t i = i_first; i < Tr; ++i, ++u) {
+        const int s = int(u % kStages);
+        if (u >= kStages) hopper_ptx::mbarrier_wait(empty + s, unsigned((u / kStages - 1) & 1));
+        hopper_ptx::mbarrier_arrive_expect_tx(full + s, 2 * Br * kD * 2 + Br * 8);
+        for (int h = 0; h < kD / 64; ++h) {
+          hopper_ptx::tma_load_3d(sQ + s * Br * kD + h * Br * 64, &tmQ, h * 64, int(i * Br),
+                                  int(it.head), full + s);
+          hopper_ptx::tma_load_3d(sdO + s * Br * kD + h * Br * 64, &tmdO, h * 64, int(i * Br),
+                                  int(it.head), full + s);
+        }
+        hopper_ptx::bulk_load(sLD + s * Br, a.LD + it.head * Tr * Br + i * Br, Br * 8, full + s);
+      }
+      ++kv;
     }
     return;
   }
@@ -499,206 +548,219 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   const int g = lane / 4, key_row = c * 64 + w * 16 + g;  // keys key_row (+ 8)
   // issues the bulk copies: the warp's (groups), or the warpgroup's (swizzled)
   const bool issuer = kByWarp ? lane == 0 : threadIdx.x % 128 == 0;
-  float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
-  const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
-  std::uint32_t kf[kKRegs ? kD / 16 : 1][4], vf[kVRegs ? kD / 16 : 1][4];  // K_j, V_j rows
-  // Every tile's descriptors, once: K-major (k) for S^T and dP^T, MN-major (t: read transposed)
-  // for dV, dK (Q_i, dO_i) and dQ (dS^T, K_j); stage s and buffer u % 2 are added in the loop.
-  using hopper_ptx::k_major, hopper_ptx::mn_major;
-  const Operand<E> Kk = k_major(sK), Vk = k_major(sV), Qk = k_major(sQ), dOk = k_major(sdO);
-  const Operand<E> Qt = mn_major(sQ, Br), dOt = mn_major(sdO, Br);
-  const Operand<E> Kt = mn_major(sK, Bc), dSTt0 = mn_major(sdST, Bc);
-  // S^T = K_j Q_i^T and dP^T = V_j dO_i^T of query tile i, once its stage is full: one commit
-  // group, or kScoreGroups = 2 with the P overlap.
-  const auto issue_scores = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
-    const index_t u = i - i0;
-    const int s = int(u % kStages);
-    hopper_ptx::mbarrier_wait(full + s, unsigned((u / kStages) & 1));
-    hopper_ptx::wgmma_fence();
-    if constexpr (kKRegs)
-      issue_frags_by_rows<E, kD>(st, kf, Qk.plus(s * Br * kD));
-    else
-      issue_rows_by_rows<E, kD, Br>(st, Kk, Qk.plus(s * Br * kD), c);
-    if constexpr (kOverlapP) hopper_ptx::wgmma_commit();
-    if constexpr (kVRegs)
-      issue_frags_by_rows<E, kD>(dpt, vf, dOk.plus(s * Br * kD));
-    else
-      issue_rows_by_rows<E, kD, Br>(dpt, Vk, dOk.plus(s * Br * kD), c);
-    hopper_ptx::wgmma_commit();
-  };
-  // dQ's block (rows q0 + r0.., columns c0..) of dS K_j, times scale, added into dQ: by atomics,
-  // or staged (once every thread knows the staging is free) and reduced by the copy engine:
-  // warp by warp (groups), or once the warpgroup has met (swizzled).
-  const auto send_dq = [&](const auto& dq, index_t q0, int r0, int c0, int blk) {
-    [[maybe_unused]] constexpr int kW = 8 * int(sizeof(dq) / sizeof(dq[0]));  // 64 or 32 columns
-    if constexpr (kDq == DqWay::atomics) {
-      write_block<kD, kW, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
-    } else if constexpr (kByWarp) {
-      float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64 + w * kHopperBwdDqRows * 64;
-      stage_dq_groups(mine, dq, a.scale);
-      hopper_ptx::fence_proxy_async();  // the lane's stores seen by the copy engine,
-      __syncwarp();                     // and every lane's before lane 0 issues the reduce
-      if (issuer) {
-        hopper_ptx::tma_reduce_add_4d(&tmdQ, 0, int(q0 + r0 + kHopperBwdDqRows * w), c0 / 8,
-                                      int(head), mine);
-        hopper_ptx::bulk_commit();
-      }
-    } else {
-      float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
-      if (blk == 0 && !kSpread) hopper_ptx::named_barrier_sync(3 + c, 128);
-      stage_dq_swizzled<kSpread, kW>(mine, dq, a.scale);
-      hopper_ptx::fence_proxy_async();
-      hopper_ptx::named_barrier_sync(3 + c, 128);
-      if (issuer) {
-        for (int h = 0; h < kW / 32; ++h)
-          hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0 + r0), int(head),
-                                        mine + h * 64 * 32);
-        hopper_ptx::bulk_commit();
-      }
-    }
-  };
-  // This warpgroup's dS^T (or both warpgroups', kMeet) in shared memory for dQ's wgmma, and the
-  // staging free again: the last reduce has read it (its issuer waits before the barrier with
-  // groups and spread, which the barrier then tells; with swizzled, after it, and send_dq's first
-  // barrier tells the rest).
-  const auto dst_in_place = [&] {
-    constexpr bool kBulk = kDq == DqWay::bulk_add, kWaitFirst = kByWarp || kSpread;
-    if (kBulk && kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
-    hopper_ptx::fence_proxy_async();
-    if constexpr (kMeet)
-      hopper_ptx::named_barrier_sync(1, 256);
-    else
-      hopper_ptx::named_barrier_sync(1 + c, 128);
-    if (kBulk && !kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
-  };
-
-  // P^T = exp2(S^T c - L2_q) over query tile i once S^T is in (while dP^T may still run), then
-  // dP^T in: nothing of the tile's products left in flight.
-  const auto probabilities_in = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
-    const bool edge = ragged || a.tiling.classify(a.mask, i, j) == TileKind::partial;
-    if constexpr (kOverlapP)
-      hopper_ptx::wgmma_wait<1>();  // S^T in; dP^T may still run
-    else
-      hopper_ptx::wgmma_wait<0>();
-    hopper_ptx::fence_operands(st);
-    const float2* LDi = sLD + int((i - i0) % kStages) * Br;
-    if (edge)
-      probabilities_t<Br, true>(st, LDi, a, k0 + key_row, i * Br);
-    else
-      probabilities_t<Br, false>(st, LDi, a, k0 + key_row, i * Br);
-    hopper_ptx::fence_operands(st);  // (P^T computed before the wait below)
-    hopper_ptx::wgmma_wait<0>();
-    hopper_ptx::fence_operands(dpt);
-  };
-
-  float st[Br / 8][4], dpt[Br / 8][4];  // S^T then P^T; dP^T then dS^T
-  if (i0 < Tr) {
-    hopper_ptx::mbarrier_wait(full_kv, 0);
-    if constexpr (kKRegs) load_row_fragments<E, kD>(kf, sK, c);
-    if constexpr (kVRegs) load_row_fragments<E, kD>(vf, sV, c);
-  }
-  if (kNext && i0 < Tr) issue_scores(i0, st, dpt), probabilities_in(i0, st, dpt);
-  for (index_t i = i0; i < Tr; ++i) {
-    const index_t u = i - i0, q0 = i * Br;
-    const int s = int(u % kStages);
-    const Operand<E> Qi = Qt.plus(s * Br * kD), dOi = dOt.plus(s * Br * kD);
-    const float2* LDi = sLD + s * Br;
-    if constexpr (!kNext) issue_scores(i, st, dpt), probabilities_in(i, st, dpt);
-    score_gradients_t<Br>(dpt, st, LDi);
-    std::uint32_t pf[Br / 16][4], df[Br / 16][4];
-#pragma unroll
-    for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(pf[kt], st, kt);
-#pragma unroll
-    for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(df[kt], dpt, kt);
-    E* dST = sdST + int(u % 2) * Bc * Br;
-    const Operand<E> dSTt = dSTt0.plus(int(u % 2) * Bc * Br);
-    if constexpr (kAtomicDq)
-      store_dst<Br>(reinterpret_cast<std::uint32_t*>(dST), df, c * 64 + w * 16);
-
-    hopper_ptx::wgmma_fence();
-    issue_frag_by_rows<E, kD, Br>(dv, pf, dOi);                          // dV += P^T dO
-    if constexpr (!kDqFirst) issue_frag_by_rows<E, kD, Br>(dk, df, Qi);  // dK += dS^T Q
-    hopper_ptx::wgmma_commit();
-    // Q_i, dO_i, LD_i read: the producer may refill stage s. Every consumer thread arrives (its
-    // own reads of LD_i ordered before its arrival), not one lane a warp after __syncwarp: the
-    // compiler may drop a __syncwarp in converged code, and racecheck then pairs the other lanes'
-    // reads with the refill.
-    const auto release_stage = [&] {
-      hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
-      hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
-      hopper_ptx::mbarrier_arrive(empty + s);
+  // The block's items, one after the other; u0 counts the steps of the earlier ones (their
+  // stages' phases), kv their fills of full_kv.
+  index_t u0 = 0;
+  int kv = 0;
+  for (index_t wi = first; wi < items; wi += stride) {
+    const BwdItem it = item(wi);
+    const index_t j = it.j, head = it.head, k0 = j * Bc, i0 = first_query_tile(j);
+    float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+    const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
+    std::uint32_t kf[kKRegs ? kD / 16 : 1][4], vf[kVRegs ? kD / 16 : 1][4];  // K_j, V_j rows
+    // Every tile's descriptors, once: K-major (k) for S^T and dP^T, MN-major (t: read transposed)
+    // for dV, dK (Q_i, dO_i) and dQ (dS^T, K_j); stage s and buffer u % 2 are added in the loop.
+    using hopper_ptx::k_major, hopper_ptx::mn_major;
+    const Operand<E> Kk = k_major(sK), Vk = k_major(sV), Qk = k_major(sQ), dOk = k_major(sdO);
+    const Operand<E> Qt = mn_major(sQ, Br), dOt = mn_major(sdO, Br);
+    const Operand<E> Kt = mn_major(sK, Bc), dSTt0 = mn_major(sdST, Bc);
+    // S^T = K_j Q_i^T and dP^T = V_j dO_i^T of query tile i, once its stage is full: one commit
+    // group, or kScoreGroups = 2 with the P overlap.
+    const auto issue_scores = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
+      const index_t u = u0 + i - i0;
+      const int s = int(u % kStages);
+      hopper_ptx::mbarrier_wait(full + s, unsigned((u / kStages) & 1));
+      hopper_ptx::wgmma_fence();
+      if constexpr (kKRegs)
+        issue_frags_by_rows<E, kD>(st, kf, Qk.plus(s * Br * kD));
+      else
+        issue_rows_by_rows<E, kD, Br>(st, Kk, Qk.plus(s * Br * kD), c);
+      if constexpr (kOverlapP) hopper_ptx::wgmma_commit();
+      if constexpr (kVRegs)
+        issue_frags_by_rows<E, kD>(dpt, vf, dOk.plus(s * Br * kD));
+      else
+        issue_rows_by_rows<E, kD, Br>(dpt, Vk, dOk.plus(s * Br * kD), c);
+      hopper_ptx::wgmma_commit();
     };
-    if constexpr (kNext) {
-      // dV, dK and dQ's one block of tile i queued, then S^T and dP^T of tile i + 1 behind
-      // them: the wait lets the next products run while tile i's dQ is staged and sent.
-      float dq[64 / 8][4];
-      if constexpr (kAtomicDq) {
-        dst_in_place();
-        hopper_ptx::wgmma_fence();
-        issue_dq_block<E, 64>(dq, dSTt, Kt, 64 * c, 0, 0);
-        hopper_ptx::wgmma_commit();
-      }
-      const auto finish_tile = [&] {
-        release_stage();
-        if constexpr (kAtomicDq) {
-          hopper_ptx::fence_operands(dq);
-          send_dq(dq, q0, 0, 0, 0);
+    // dQ's block (rows q0 + r0.., columns c0..) of dS K_j, times scale, added into dQ: by atomics,
+    // or staged (once every thread knows the staging is free) and reduced by the copy engine:
+    // warp by warp (groups), or once the warpgroup has met (swizzled).
+    const auto send_dq = [&](const auto& dq, index_t q0, int r0, int c0, int blk) {
+      [[maybe_unused]] constexpr int kW = 8 * int(sizeof(dq) / sizeof(dq[0]));  // 64 or 32 columns
+      if constexpr (kDq == DqWay::atomics) {
+        write_block<kD, kW, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
+      } else if constexpr (kByWarp) {
+        float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64 + w * kHopperBwdDqRows * 64;
+        stage_dq_groups(mine, dq, a.scale);
+        hopper_ptx::fence_proxy_async();  // the lane's stores seen by the copy engine,
+        __syncwarp();                     // and every lane's before lane 0 issues the reduce
+        if (issuer) {
+          hopper_ptx::tma_reduce_add_4d(&tmdQ, 0, int(q0 + r0 + kHopperBwdDqRows * w), c0 / 8,
+                                        int(head), mine);
+          hopper_ptx::bulk_commit();
         }
-      };
-      // Tile i + 1's products issued and waited for in one branch, not across the loop's back
-      // edge: ptxas serializes every wgmma of a kernel where it cannot prove none is in flight.
-      if (i + 1 < Tr) {
-        issue_scores(i + 1, st, dpt);
-        hopper_ptx::wgmma_wait<kScoreGroups>();
-        finish_tile();
-        probabilities_in(i + 1, st, dpt);
       } else {
-        hopper_ptx::wgmma_wait<0>();
-        finish_tile();
+        float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
+        if (blk == 0 && !kSpread) hopper_ptx::named_barrier_sync(3 + c, 128);
+        stage_dq_swizzled<kSpread, kW>(mine, dq, a.scale);
+        hopper_ptx::fence_proxy_async();
+        hopper_ptx::named_barrier_sync(3 + c, 128);
+        if (issuer) {
+          for (int h = 0; h < kW / 32; ++h)
+            hopper_ptx::tma_reduce_add_3d(&tmdQ, c0 + 32 * h, int(q0 + r0), int(head),
+                                          mine + h * 64 * 32);
+          hopper_ptx::bulk_commit();
+        }
       }
-    } else if constexpr (kAtomicDq) {
-      // Warpgroup c's share of dQ_i += dS K_j (DqCut): columns or rows 64 c once both
-      // warpgroups' dS^T is in place, or its own keys, block by block of 64 x 64.
-      dst_in_place();
+    };
+    // This warpgroup's dS^T (or both warpgroups', kMeet) in shared memory for dQ's wgmma, and the
+    // staging free again: the last reduce has read it (its issuer waits before the barrier with
+    // groups and spread, which the barrier then tells; with swizzled, after it, and send_dq's first
+    // barrier tells the rest).
+    const auto dst_in_place = [&] {
+      constexpr bool kBulk = kDq == DqWay::bulk_add, kWaitFirst = kByWarp || kSpread;
+      if (kBulk && kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
+      hopper_ptx::fence_proxy_async();
+      if constexpr (kMeet)
+        hopper_ptx::named_barrier_sync(1, 256);
+      else
+        hopper_ptx::named_barrier_sync(1 + c, 128);
+      if (kBulk && !kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
+    };
+
+    // P^T = exp2(S^T c - L2_q) over query tile i once S^T is in (while dP^T may still run), then
+    // dP^T in: nothing of the tile's products left in flight.
+    const auto probabilities_in = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
+      const bool edge = ragged || a.tiling.classify(a.mask, i, j) == TileKind::partial;
+      if constexpr (kOverlapP)
+        hopper_ptx::wgmma_wait<1>();  // S^T in; dP^T may still run
+      else
+        hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(st);
+      const float2* LDi = sLD + int((u0 + i - i0) % kStages) * Br;
+      if (edge)
+        probabilities_t<Br, true>(st, LDi, a, k0 + key_row, i * Br);
+      else
+        probabilities_t<Br, false>(st, LDi, a, k0 + key_row, i * Br);
+      hopper_ptx::fence_operands(st);  // (P^T computed before the wait below)
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(dpt);
+    };
+
+    float st[Br / 8][4], dpt[Br / 8][4];  // S^T then P^T; dP^T then dS^T
+    if (i0 < Tr) {
+      hopper_ptx::mbarrier_wait(full_kv, unsigned(kv & 1));
+      if constexpr (kKRegs) load_row_fragments<E, kD>(kf, sK, c);
+      if constexpr (kVRegs) load_row_fragments<E, kD>(vf, sV, c);
+    }
+    if (kNext && i0 < Tr) issue_scores(i0, st, dpt), probabilities_in(i0, st, dpt);
+    for (index_t i = i0; i < Tr; ++i) {
+      const index_t u = u0 + i - i0, q0 = i * Br;
+      const int s = int(u % kStages);
+      const Operand<E> Qi = Qt.plus(s * Br * kD), dOi = dOt.plus(s * Br * kD);
+      const float2* LDi = sLD + s * Br;
+      if constexpr (!kNext) issue_scores(i, st, dpt), probabilities_in(i, st, dpt);
+      score_gradients_t<Br>(dpt, st, LDi);
+      std::uint32_t pf[Br / 16][4], df[Br / 16][4];
 #pragma unroll
-      for (int blk = 0; blk < L::kDqBlocks; ++blk) {
-        constexpr int kCol = kD / 64;  // (the keys cut: blk walks rows, then columns)
-        constexpr int kW = kCut == DqCut::columns ? kD / 2 : 64;  // the block's columns
-        const int r0 = kCut == DqCut::columns ? 64 * blk
-                       : kCut == DqCut::rows  ? 64 * c
-                                              : 64 * (blk / kCol);
-        const int c0 = kCut == DqCut::columns ? kW * c : 64 * (blk % kCol);
-        float dq[kW / 8][4];
-        hopper_ptx::wgmma_fence();
-        if constexpr (kMeet)
-          issue_dq_block<E, Bc, kW>(dq, dSTt, Kt, 0, r0, c0);
-        else
-          issue_dq_block<E, 64, kW>(dq, dSTt, Kt, 64 * c, r0, c0);
-        hopper_ptx::wgmma_commit();
-        if (kDqFirst && blk == 0) {  // dK behind it: dQ's block is in when dK may still run
-          issue_frag_by_rows<E, kD, Br>(dk, df, Qi);
+      for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(pf[kt], st, kt);
+#pragma unroll
+      for (int kt = 0; kt < Br / 16; ++kt) p_fragment<E, Br>(df[kt], dpt, kt);
+      E* dST = sdST + int(u % 2) * Bc * Br;
+      const Operand<E> dSTt = dSTt0.plus(int(u % 2) * Bc * Br);
+      if constexpr (kAtomicDq)
+        store_dst<Br>(reinterpret_cast<std::uint32_t*>(dST), df, c * 64 + w * 16);
+
+      hopper_ptx::wgmma_fence();
+      issue_frag_by_rows<E, kD, Br>(dv, pf, dOi);                          // dV += P^T dO
+      if constexpr (!kDqFirst) issue_frag_by_rows<E, kD, Br>(dk, df, Qi);  // dK += dS^T Q
+      hopper_ptx::wgmma_commit();
+      // Q_i, dO_i, LD_i read: the producer may refill stage s. Every consumer thread arrives (its
+      // own reads of LD_i ordered before its arrival), not one lane a warp after __syncwarp: the
+      // compiler may drop a __syncwarp in converged code, and racecheck then pairs the other lanes'
+      // reads with the refill.
+      const auto release_stage = [&] {
+        hopper_ptx::fence_operands(dv), hopper_ptx::fence_operands(dk);
+        hopper_ptx::fence_operands(pf), hopper_ptx::fence_operands(df);
+        hopper_ptx::mbarrier_arrive(empty + s);
+      };
+      if constexpr (kNext) {
+        // dV, dK and dQ's one block of tile i queued, then S^T and dP^T of tile i + 1 behind
+        // them: the wait lets the next products run while tile i's dQ is staged and sent.
+        float dq[64 / 8][4];
+        if constexpr (kAtomicDq) {
+          dst_in_place();
+          hopper_ptx::wgmma_fence();
+          issue_dq_block<E, 64>(dq, dSTt, Kt, 64 * c, 0, 0);
           hopper_ptx::wgmma_commit();
-          hopper_ptx::wgmma_wait<1>();
+        }
+        const auto finish_tile = [&] {
+          release_stage();
+          if constexpr (kAtomicDq) {
+            hopper_ptx::fence_operands(dq);
+            send_dq(dq, q0, 0, 0, 0);
+          }
+        };
+        // Tile i + 1's products issued and waited for in one branch, not across the loop's back
+        // edge: ptxas serializes every wgmma of a kernel where it cannot prove none is in flight.
+        if (i + 1 < Tr) {
+          issue_scores(i + 1, st, dpt);
+          hopper_ptx::wgmma_wait<kScoreGroups>();
+          finish_tile();
+          probabilities_in(i + 1, st, dpt);
         } else {
           hopper_ptx::wgmma_wait<0>();
+          finish_tile();
         }
-        hopper_ptx::fence_operands(dq);
-        if (!kDqFirst && blk == 0) release_stage();
-        send_dq(dq, q0, r0, c0, blk);
-      }
-      if constexpr (kDqFirst) {
+      } else if constexpr (kAtomicDq) {
+        // Warpgroup c's share of dQ_i += dS K_j (DqCut): columns or rows 64 c once both
+        // warpgroups' dS^T is in place, or its own keys, block by block of 64 x 64.
+        dst_in_place();
+#pragma unroll
+        for (int blk = 0; blk < L::kDqBlocks; ++blk) {
+          constexpr int kCol = kD / 64;  // (the keys cut: blk walks rows, then columns)
+          constexpr int kW = kCut == DqCut::columns ? kD / 2 : 64;  // the block's columns
+          const int r0 = kCut == DqCut::columns ? 64 * blk
+                         : kCut == DqCut::rows  ? 64 * c
+                                                : 64 * (blk / kCol);
+          const int c0 = kCut == DqCut::columns ? kW * c : 64 * (blk % kCol);
+          float dq[kW / 8][4];
+          hopper_ptx::wgmma_fence();
+          if constexpr (kMeet)
+            issue_dq_block<E, Bc, kW>(dq, dSTt, Kt, 0, r0, c0);
+          else
+            issue_dq_block<E, 64, kW>(dq, dSTt, Kt, 64 * c, r0, c0);
+          hopper_ptx::wgmma_commit();
+          if (kDqFirst && blk == 0) {  // dK behind it: dQ's block is in when dK may still run
+            issue_frag_by_rows<E, kD, Br>(dk, df, Qi);
+            hopper_ptx::wgmma_commit();
+            hopper_ptx::wgmma_wait<1>();
+          } else {
+            hopper_ptx::wgmma_wait<0>();
+          }
+          hopper_ptx::fence_operands(dq);
+          if (!kDqFirst && blk == 0) release_stage();
+          send_dq(dq, q0, r0, c0, blk);
+        }
+        if constexpr (kDqFirst) {
+          hopper_ptx::wgmma_wait<0>();
+          release_stage();
+        }
+      } else {
         hopper_ptx::wgmma_wait<0>();
         release_stage();
       }
-    } else {
-      hopper_ptx::wgmma_wait<0>();
-      release_stage();
     }
+    if (kPersistent && i0 < Tr) {  // every product that reads K_j, V_j is done: refill them
+      hopper_ptx::fence_operands(dk), hopper_ptx::fence_operands(dv);
+      hopper_ptx::mbarrier_arrive(empty_kv);
+    }
+    const index_t key0 = k0 + c * 64;
+    write_block<kD, kD, false>(a.dK + head * a.n_keys * kD, dk, key0, a.n_keys, 0, a.scale);
+    write_block<kD, kD, false>(a.dV + head * a.n_keys * kD, dv, key0, a.n_keys, 0, 1.0f);
+    if (i0 < Tr) u0 += Tr - i0, ++kv;
   }
   if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait<0>();
-  const index_t key0 = k0 + c * 64;
-  write_block<kD, kD, false>(a.dK + head * a.n_keys * kD, dk, key0, a.n_keys, 0, a.scale);
-  write_block<kD, kD, false>(a.dV + head * a.n_keys * kD, dv, key0, a.n_keys, 0, 1.0f);
 #else
   __trap();  // built for a GPU without sm_90a's instructions: the host refuses before launching
 #endif
