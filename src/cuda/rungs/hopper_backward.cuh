@@ -550,7 +550,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   const bool issuer = kByWarp ? lane == 0 : threadIdx.x % 128 == 0;
   // The block's items, one after the other; u0 counts the steps of the earlier ones (their
   // stages' phases), kv their fills of full_kv.
-  index_t u0 = 0;
+  int u0 = 0;
   int kv = 0;
   for (index_t wi = first; wi < items; wi += stride) {
     const BwdItem it = item(wi);
@@ -758,7 +758,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     const index_t key0 = k0 + c * 64;
     write_block<kD, kD, false>(a.dK + head * a.n_keys * kD, dk, key0, a.n_keys, 0, a.scale);
     write_block<kD, kD, false>(a.dV + head * a.n_keys * kD, dv, key0, a.n_keys, 0, 1.0f);
-    if (i0 < Tr) u0 += Tr - i0, ++kv;
+    if (i0 < Tr) u0 += int(Tr - i0), ++kv;
   }
   if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait<0>();
 #else
