@@ -413,9 +413,9 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
 // so a smaller j is seen by as many query tiles or more); not causal, a head's key tiles together
 // (j = w % Tc), so that the blocks of a round read the same Q_i, dO_i from L2.
 struct BwdItem {
-  index_t j, head;
+  int j, head;  // (32 bits: fewer registers live across the item's steps)
 };
-__device__ inline BwdItem backward_item(index_t w, index_t Tc, index_t heads, bool causal) {
+__device__ inline BwdItem backward_item(int w, int Tc, int heads, bool causal) {
   if (causal) return {w / heads, w % heads};
   return {w % Tc, w / Tc};
 }
@@ -471,12 +471,12 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
   const index_t Tr = a.tiling.Tr(), Tc = a.tiling.Tc();
   // The block's work items: its own (j, head), or w = blockIdx.x, + gridDim.x, ... (persistent).
-  const index_t items = kPersistent ? Tc * a.heads : 1;
-  const index_t first = kPersistent ? index_t(blockIdx.x) : 0;
-  const index_t stride = kPersistent ? index_t(gridDim.x) : 1;
-  const auto item = [&](index_t w) -> BwdItem {
-    if constexpr (kPersistent) return backward_item(w, Tc, a.heads, a.mask.causal);
-    return {index_t(blockIdx.x), index_t(blockIdx.y)};
+  const int items = kPersistent ? int(Tc * a.heads) : 1;
+  const int first = kPersistent ? int(blockIdx.x) : 0;
+  const int stride = kPersistent ? int(gridDim.x) : 1;
+  const auto item = [&](int w) -> BwdItem {
+    if constexpr (kPersistent) return backward_item(w, int(Tc), int(a.heads), a.mask.causal);
+    return {int(blockIdx.x), int(blockIdx.y)};
   };
   // The query tiles that see key tile j: i0 .. Tr - 1 (masking is monotone).
   const auto first_query_tile = [&](index_t j) {
@@ -512,7 +512,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     if (threadIdx.x != 0) return;
     index_t u = 0;  // steps loaded so far, over the items: stage u % kStages
     int kv = 0;     // K_j, V_j loaded so far (persistent: one fill of full_kv an item)
-    for (index_t w = first; w < items; w += stride) {
+    for (int w = first; w < items; w += stride) {
       const BwdItem it = item(w);
       const index_t i_first = first_query_tile(it.j);
       if (i_first == Tr) continue;  // (the consumers write its zeros without waiting)
@@ -552,7 +552,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   // stages' phases), kv their fills of full_kv.
   int u0 = 0;
   int kv = 0;
-  for (index_t wi = first; wi < items; wi += stride) {
+  for (int wi = first; wi < items; wi += stride) {
     const BwdItem it = item(wi);
     const index_t j = it.j, head = it.head, k0 = j * Bc, i0 = first_query_tile(j);
     float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
