@@ -408,17 +408,9 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
   }
 }
 
-// Work item w of the persistent grid (0 .. Tc heads - 1), a (key tile j, head): causal, the key
-// tiles that most query tiles see first over all heads (rank w / heads = j: masking is monotone,
-// so a smaller j is seen by as many query tiles or more); not causal, a head's key tiles together
-// (j = w % Tc), so that the blocks of a round read the same Q_i, dO_i from L2.
 struct BwdItem {
-  int j, head;  // (32 bits: fewer registers live across the item's steps)
+  int j, head;
 };
-__device__ inline BwdItem backward_item(int w, int Tc, int heads, bool causal) {
-  if (causal) return {w / heads, w % heads};
-  return {w % Tc, w / Tc};
-}
 
 template <class E, int kD, DqWay kDq, int kBr = HopperBwdTiles<kD>::Br,
           DqCut kCut = hopper_bwd_cut(kD, kBr), int kOverlap = hopper_bwd_overlap(kD, kBr),
@@ -474,8 +466,13 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   const int items = kPersistent ? int(Tc * a.heads) : 1;
   const int first = kPersistent ? int(blockIdx.x) : 0;
   const int stride = kPersistent ? int(gridDim.x) : 1;
+  // Item w's key tile j = rank and head: causal, the key tiles most query tiles see first (masking
+  // is monotone: a smaller j is seen by as many query tiles or more).
   const auto item = [&](int w) -> BwdItem {
-    if constexpr (kPersistent) return backward_item(w, int(Tc), int(a.heads), a.mask.causal);
+    if constexpr (kPersistent) {
+      const TileItem t = persistent_item(w, int(Tc), int(a.heads), int(gridDim.x), a.mask.causal);
+      return {t.rank, t.head};
+    }
     return {int(blockIdx.x), int(blockIdx.y)};
   };
   // The query tiles that see key tile j: i0 .. Tr - 1 (masking is monotone).
