@@ -842,11 +842,12 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
               way, q.data(), k.data(), v.data(), o.data(), 3, 20);
           std::sort(t.ms.begin(), t.ms.end());
           const double ms = t.ms[t.ms.size() / 2];
-          MESSAGE("hopper backward n=" << n << " d=" << d << " causal=" << causal << " bulk_dq="
-                                       << way.bulk_dq << " by_columns=" << way.dq_by_columns
-                                       << " overlap=" << way.overlap << " Br=" << way.Br
-                                       << " held=" << way.held << " staging=" << way.staging << ": "
-                                       << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
+          MESSAGE("hopper backward n="
+                  << n << " d=" << d << " causal=" << causal << " bulk_dq=" << way.bulk_dq
+                  << " by_columns=" << way.dq_by_columns << " overlap=" << way.overlap
+                  << " Br=" << way.Br << " held=" << way.held << " staging=" << way.staging
+                  << " persistent=" << way.persistent << ": " << ms << " ms, " << flops / ms / 1e9
+                  << " TFLOP/s");
         }
       }
 }
