@@ -49,6 +49,7 @@
 #include "cuda/primitives/hopper_ptx.cuh"
 #include "flashdemo/host_device/mask.hpp"
 #include "flashdemo/host_device/tiling.hpp"
+#include "flashdemo/host_device/work_items.hpp"
 
 namespace fd::cuda {
 
@@ -195,25 +196,8 @@ __device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[
   hopper_ptx::wgmma_commit();
 }
 
-// Work item w of a persistent grid of `blocks` blocks over `heads` heads of T tiles each: (rank,
-// head), rank 0 .. T - 1 the tile's place in the head's order. The items go head group by head
-// group, G heads a group, so that the blocks of a round read the same few heads' K, V (forward)
-// or Q, dO (backward) from L2; inside a group rank-major (rank w' / G', head w' % G'). Not causal
-// G = 1: a head's tiles together, as the non-persistent grid's blockIdx.x. Causal G = ceil(blocks
-// / T): a round holds G heads' tiles of every length, the longest of the group (rank 0) first.
-// (Causal with rank-major over all heads instead, each round's blocks read as many heads as
-// blocks: at n = 16384 none of it stays in L2, 0.71x to 0.90x the non-persistent grid.)
-struct TileItem {
-  int rank, head;  // (32 bits: fewer registers live across the item's steps)
-};
-__device__ inline TileItem persistent_item(int w, int T, int heads, int blocks, bool causal) {
-  const int G = causal ? (blocks + T - 1) / T : 1;
-  const int group = w / (G * T), first_head = group * G;
-  const int in_group = heads - first_head < G ? heads - first_head : G;  // (the last may be short)
-  const int r = w - group * G * T;
-  return {r / in_group, first_head + r % in_group};
-}
-
+// The forward's work item: query tile i of a head (on the persistent grid, persistent_item's
+// order).
 struct FwdItem {
   index_t i, head;
 };
