@@ -94,6 +94,17 @@ void launch_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, bool deter
   }
 }
 
+// A forward's O (converted to T) and L, from the device.
+template <class T, class E>
+void download_outputs(const DeviceProblem<E>& p, T* O, T* L) {
+  std::vector<E> o(p.O.count);
+  p.O.download(o.data());
+  for (std::size_t k = 0; k < o.size(); ++k) O[k] = T(from_element(o[k]));
+  std::vector<float> l(p.L.count);
+  p.L.download(l.data());
+  std::copy(l.begin(), l.end(), L);
+}
+
 }  // namespace
 
 template <class T>
@@ -104,13 +115,8 @@ void rung_forward(const Shape& s, const AttnParams& params, Variant v, Impl impl
     DeviceProblem<E> p(s, params, impl, Q, K, V, trace != nullptr);
     launch(p);
     check_launch("the forward kernel");
-    std::vector<E> o(p.O.count);
-    p.O.download(o.data());
-    for (std::size_t k = 0; k < o.size(); ++k) O[k] = T(from_element(o[k]));
-    std::vector<float> l(p.L.count);
-    p.L.download(l.data());
-    std::copy(l.begin(), l.end(), L);
-    if (L_lo) std::fill(L_lo, L_lo + l.size(), T(0));
+    download_outputs(p, O, L);
+    if (L_lo) std::fill(L_lo, L_lo + p.L.count, T(0));
     if (trace) p.trace.download(p.tiling, trace);
   });
 }
@@ -150,12 +156,7 @@ void hopper_forward_steps(const Shape& s, const AttnParams& params, Variant v, H
     DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
     launch(p, launch_steps(steps));
     check_launch("the forward kernel");
-    std::vector<E> o(p.O.count);
-    p.O.download(o.data());
-    for (std::size_t k = 0; k < o.size(); ++k) O[k] = T(from_element(o[k]));
-    std::vector<float> l(p.L.count);
-    p.L.download(l.data());
-    std::copy(l.begin(), l.end(), L);
+    download_outputs(p, O, L);
   });
 }
 
