@@ -56,25 +56,25 @@ template <class T, int R, int NB>
 void product_block(index_t K, const T* A, const T* B, T* C, Strides s, bool accumulate) {
   using S = Simd<T>;
   typename S::V acc[R][NB];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int c = 0; c < NB; ++c)
       acc[r][c] = accumulate ? S::load(C + r * s.ldc + c * S::W) : typename S::V{};
   for (index_t k = 0; k < K; ++k) {
     typename S::V b[NB];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int c = 0; c < NB; ++c) b[c] = S::load(B + k * s.ldb + c * S::W);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const T a = A[r * s.a_row + k * s.a_inner];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int c = 0; c < NB; ++c) acc[r][c] += b[c] * a;
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int c = 0; c < NB; ++c) S::store(C + r * s.ldc + c * S::W, acc[r][c]);
 }
 
