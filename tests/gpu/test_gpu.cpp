@@ -667,7 +667,8 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
 }
 
 // Not a test either (-tc="hopper steps speed*" --no-skip): hopper's forward with each overlap
-// step on and off and on the persistent grid, side by side, at n = 1024, 4096 and 16384.
+// step on and off on the ordinary grid, and on the persistent grid, side by side, at n = 1024,
+// 4096 and 16384.
 TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
   for (index_t n : {1024, 4096, 16384})
     for (index_t d : {64, 128})
@@ -680,7 +681,7 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
                                  k = rounded(in.K, Precision::bf16),
                                  v = rounded(in.V, Precision::bf16);
         using F = cuda::HopperFwdSteps;  // ping-pong, overlap, persistent (-1: the rung's)
-        for (F steps : {F{0, 0}, F{0, 1}, F{1, 0}, F{1, 1}, F{0, -1, 1}}) {
+        for (F steps : {F{0, 0, 0}, F{0, 1, 0}, F{1, 0, 0}, F{1, 1, 0}, F{0, -1, 1}}) {
           auto t = cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
                                                   Variant{Precision::bf16, Mistake::none}, steps,
                                                   q.data(), k.data(), v.data(), 3, 20);

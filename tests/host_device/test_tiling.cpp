@@ -61,3 +61,23 @@ TEST_CASE("count_tiles equals counting tile by tile") {
     }
   }
 }
+
+TEST_CASE("first_query_tile: the query tiles that see key tile j are exactly i0 .. Tr - 1") {
+  for (bool causal : {false, true})
+    for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right})
+      for (index_t n : {1, 7, 100, 1000})
+        for (index_t m : {1, 9, 100, 1100})
+          for (index_t Br : {1, 16, 64, 128})
+            for (index_t Bc : {1, 24, 128}) {
+              const Tiling t{n, m, Br, Bc};
+              const Mask mask{causal, align, n, m};
+              INFO("causal " << causal << " n " << n << " m " << m << " Br " << Br << " Bc " << Bc);
+              int wrong = 0;
+              for (index_t j = 0; j < t.Tc(); ++j) {
+                const index_t i0 = first_query_tile(t, mask, j);
+                for (index_t i = 0; i < t.Tr(); ++i)
+                  wrong += (t.classify(mask, i, j) != TileKind::skipped) != (i >= i0);
+              }
+              CHECK(wrong == 0);
+            }
+}

@@ -28,10 +28,10 @@ struct StepSetting {
 };
 constexpr StepSetting kSettings[] = {
     {HopperStep::rung_choice, Pass::fwd, 0, false, {}, {}},
-    {HopperStep::fwd_none, Pass::fwd, 0, false, {0, 0}, {}},
-    {HopperStep::fwd_overlap, Pass::fwd, 0, false, {0, 1}, {}},
-    {HopperStep::fwd_ping_pong, Pass::fwd, 0, false, {1, 0}, {}},
-    {HopperStep::fwd_both, Pass::fwd, 0, false, {1, 1}, {}},
+    {HopperStep::fwd_none, Pass::fwd, 0, false, {0, 0, 0}, {}},
+    {HopperStep::fwd_overlap, Pass::fwd, 0, false, {0, 1, 0}, {}},
+    {HopperStep::fwd_ping_pong, Pass::fwd, 0, false, {1, 0, 0}, {}},
+    {HopperStep::fwd_both, Pass::fwd, 0, false, {1, 1, 0}, {}},
     {HopperStep::fwd_persistent, Pass::fwd, 0, false, {0, -1, 1}, {}},
     {HopperStep::rung_choice, Pass::bwd, 0, false, {}, {}},
     {HopperStep::bwd_atomics, Pass::bwd, 0, false, {}, {false, -1, -1, -1}},

@@ -28,9 +28,10 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 
 // hopper's forward steps: its two overlaps (ping-pong between the consumer warpgroups, softmax
 // under the GEMMs within one) each on or off (-1: the rung's choice at d), and the grid
-// (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each).
+// (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each; -1:
+// the rung's choice at d and the key tiles).
 struct HopperFwdSteps {
-  int ping_pong = -1, overlap = -1, persistent = 0;
+  int ping_pong = -1, overlap = -1, persistent = -1;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>

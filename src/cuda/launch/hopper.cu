@@ -101,11 +101,26 @@ int sm_count() {
   return sms;
 }
 
+// The persistent grid's schedule on the device (block_schedule: each item to the least loaded
+// of `blocks` blocks, item w costing tiles(w) + 1), dealt on the problem's first persistent launch
+// and kept (the shape, mask and SM count do not change under it).
+template <class Tiles>
+const int* device_schedule(std::unique_ptr<DeviceArray<int>>& held, int items, int blocks,
+                           Tiles tiles) {
+  if (!held || held->count != std::size_t(2 * blocks + items)) {
+    std::vector<int> cost(static_cast<std::size_t>(items));
+    for (int w = 0; w < items; ++w) cost[std::size_t(w)] = int(tiles(w)) + 1;
+    const std::vector<int> schedule = block_schedule(cost, blocks);
+    held = std::make_unique<DeviceArray<int>>(schedule.data(), schedule.size());
+  }
+  return held->ptr;
+}
+
 template <class E, int kD>
 void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   const index_t heads = p.s.heads();
-  const HopperArgs<E> a{p.O.ptr,  p.L.ptr, p.s.n,    p.s.m,         heads,
-                        p.tiling, p.mask,  p.scale2, p.trace.view()};
+  const HopperArgs<E> a{p.O.ptr,  p.L.ptr, p.s.n,    p.s.m,          heads,
+                        p.tiling, p.mask,  p.scale2, p.trace.view(), nullptr};
   constexpr std::size_t bytes = HopperSmem<kD>::kBytes;
   const dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
   auto run = [&](auto kernel) {
@@ -115,15 +130,22 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
+  if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
+    steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
   if (steps.persistent == 1) {  // one block an SM over the (i, head) items: no ping-pong, no trace
     if (steps.ping_pong || a.trace.computed)
       throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
     constexpr std::size_t b = HopperSmem<kD, 2>::kBytes;
-    const index_t items = p.tiling.Tr() * heads;
-    const dim3 g(unsigned(std::min<index_t>(items, sm_count())));
+    const int Tr = int(p.tiling.Tr()), items = Tr * int(heads);
+    const int blocks = std::min(items, sm_count());
+    HopperArgs<E> pa = a;  // item w: query tile i of its head, J_i key tiles
+    pa.schedule = device_schedule(p.schedule, items, blocks, [&](int w) {
+      const FwdItem it = forward_item(w, Tr, int(heads), blocks, p.mask.causal);
+      return computed_key_tiles(p.tiling, p.mask, it.i);
+    });
     auto go = [&](auto kernel) {
       allow_smem(kernel, b);
-      kernel<<<g, kHopperThreads, b>>>(p.maps.Q, p.maps.K, p.maps.V, a);
+      kernel<<<unsigned(blocks), kHopperThreads, b>>>(p.maps.Q, p.maps.K, p.maps.V, pa);
     };
     if (steps.overlap) return go(hopper_forward_kernel<E, kD, false, true, false, true>);
     return go(hopper_forward_kernel<E, kD, false, false, false, true>);
@@ -176,7 +198,8 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
                            g.tiling,
                            p.mask,
                            p.scale,
-                           p.scale2};
+                           p.scale2,
+                           nullptr};
   const dim3 grid(unsigned(g.tiling.Tc()), unsigned(heads));
   auto run = [&](auto kernel, std::size_t bytes) {
     allow_smem(kernel, bytes);
@@ -203,9 +226,18 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
         const auto kernel =
             hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O, hopper_bwd_dq_staging(kD), true>;
         allow_smem(kernel, bytes);
-        const index_t items = g.tiling.Tc() * heads;
-        kernel<<<unsigned(std::min<index_t>(items, sm_count())), kHopperThreads, bytes>>>(
-            tmQ, p.maps.K, p.maps.V, tmdO, tmdQ, a);
+        const int Tc = int(g.tiling.Tc()), items = Tc * int(heads);
+        const int blocks = std::min(items, sm_count());
+        // key tile j: the query tiles that see it
+        std::vector<index_t> seen(static_cast<std::size_t>(Tc));
+        for (int j = 0; j < Tc; ++j)
+          seen[std::size_t(j)] = Tr - first_query_tile(g.tiling, p.mask, j);
+        HopperBwdArgs<E> pa = a;  // item w: key tile j = rank of its head
+        pa.schedule = device_schedule(g.schedule, items, blocks, [&](int w) {
+          return seen[std::size_t(persistent_item(w, Tc, int(heads), blocks, p.mask.causal).rank)];
+        });
+        kernel<<<unsigned(blocks), kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, tmdQ,
+                                                            pa);
         return;
       }
       // At d = 64, dQ cut by column halves (wgmma n32, both warpgroups' dS^T first): staged

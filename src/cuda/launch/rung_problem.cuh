@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ struct DeviceProblem {
   DeviceArray<float> L;
   TraceBuffers trace;
   HopperMaps maps;
+  mutable std::unique_ptr<DeviceArray<int>> schedule;  // hopper's persistent grid's, once
 
   template <class T>
   DeviceProblem(const Shape& shape, const AttnParams& params, Impl rung, const T* q, const T* k,
@@ -109,6 +111,7 @@ struct BackwardArrays {
   Tiling tiling;
   DeviceArray<E> dO;
   DeviceArray<float> D, dQ, dK, dV, LD;
+  std::unique_ptr<DeviceArray<int>> schedule;  // hopper's persistent grid's, once
   BackwardArrays(const DeviceProblem<E>& p, const std::vector<E>& dO_host, index_t Br = 0)
       : tiling{p.s.n, p.s.m, Br > 0 ? Br : kernel_tiles(p.impl, p.s.d, Pass::bwd).Br,
                kernel_tiles(p.impl, p.s.d, Pass::bwd).Bc},
@@ -144,10 +147,10 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 // only; -1: the rung's choice, hopper_bwd_overlap), and the rows of K_j (bwd_held 1) or of K_j
 // and V_j (2) held in registers beside those overlaps (kBwdKRegisters, kBwdVRegisters; Br = 64);
 // dQ's staging for the bulk reduce (dq_staging: int(DqStaging); -1: hopper_bwd_dq_staging).
-// The forward's grid: a block per (query tile, head), or persistent (1: a block an SM looping
-// over them, hopper_forward_kernel's kPersistent).
+// The forward's grid: a block per (query tile, head) (0), or persistent (1: a block an SM looping
+// over them, hopper_forward_kernel's kPersistent; -1: HopperDefaults<d>::persistent).
 struct HopperSteps {
-  int ping_pong = -1, overlap = -1, persistent = 0;  // -1: HopperDefaults<d>
+  int ping_pong = -1, overlap = -1, persistent = -1;  // -1: HopperDefaults<d>
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
   int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
 };

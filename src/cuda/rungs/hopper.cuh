@@ -14,8 +14,10 @@
 //       O = alpha O,  O += P V_j    wgmma m64n{d}k16, P from registers (rounded to E), V_j
 //                                   read transposed from shared memory
 //     then O_i = O / l and L_i = m2 ln 2 + log l, straight from registers to global memory.
-// With kPersistent (a timed step, `ladder --steps`), the grid is one block an SM, each block
-// looping over work items (i, head) (persistent_item: head groups, causal rows longest first):
+// With kPersistent (the rung's grid at d = 128, and at d = 64 with short rows: HopperDefaults;
+// a step of `ladder --steps` at every d), the grid is one block an SM, each block
+// looping over work items (i, head) (persistent_item: head groups, causal rows longest first),
+// its own list of them dealt by the launcher (block_schedule: each to the least loaded block):
 // the producer loads the next item's Q_i into the second of two Q buffers (full_q, empty_q per
 // buffer) and its first K_j, V_j into the stages as they free up, while the consumers still
 // finish this item's last P V and write its O; the stages' phases count tiles across items.
@@ -67,9 +69,14 @@ inline constexpr int kHopperProducerRegisters = 24, kHopperConsumerRegisters = 2
 // The overlap steps the rung runs with at each d: the fastest of the four settings measured on
 // the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
 // O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
+// The grid: persistent (block_schedule's lists) where it measured faster than a block per item,
+// at d = 128 (1.03x to 1.2x at n = 1024 to 16384, causal or not), and at d = 64 only where an item
+// has at most 8 key tiles (n = 1024: 1.05x, causal 1.1x; at n = 16384, 0.93x to 0.97x: there
+// the persistent loop's steady state at d = 64 is slower and hides little).
 template <int kD>
 struct HopperDefaults {
   static constexpr bool ping_pong = false, overlap = kD == 128;
+  static constexpr bool persistent(index_t key_tiles) { return kD == 128 || key_tiles <= 8; }
 };
 
 template <class E>
@@ -81,6 +88,7 @@ struct HopperArgs {
   Mask mask;
   float scale2;  // scale * log2(e)
   RungTrace trace;
+  const int* schedule;  // the persistent grid's (block_schedule's layout), else null
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte.
@@ -196,11 +204,16 @@ __device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[
   hopper_ptx::wgmma_commit();
 }
 
-// The forward's work item: query tile i of a head (on the persistent grid, persistent_item's
-// order).
+// The forward's work item: query tile i of a head. On the persistent grid, item w of
+// persistent_item's order, causal rows longest first (i = Tr - 1 - rank); the launcher counts
+// each item's tiles with it (its schedule's costs).
 struct FwdItem {
   index_t i, head;
 };
+FD_HOST_DEVICE FwdItem forward_item(int w, int Tr, int heads, int blocks, bool causal) {
+  const TileItem t = persistent_item(w, Tr, heads, blocks, causal);
+  return {causal ? index_t(Tr - 1 - t.rank) : index_t(t.rank), index_t(t.head)};
+}
 
 template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false>
 __global__ void __launch_bounds__(kHopperThreads, 1)
@@ -226,17 +239,13 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   std::uint64_t* empty_v = empty_k + kStages;
 
   const index_t Tr = a.tiling.Tr();
-  // The block's work items: its own (i, head), or w = blockIdx.x, + gridDim.x, ... (persistent).
-  const index_t items = kPersistent ? Tr * a.heads : 1;
-  const index_t first = kPersistent ? index_t(blockIdx.x) : 0;
-  const index_t stride = kPersistent ? index_t(gridDim.x) : 1;
-  // Item w's query tile i and head: causal rows longest first (i = Tr - 1 - rank).
-  const auto item = [&](index_t w) -> FwdItem {
-    if constexpr (kPersistent) {
-      const TileItem t =
-          persistent_item(int(w), int(Tr), int(a.heads), int(gridDim.x), a.mask.causal);
-      return {a.mask.causal ? Tr - 1 - t.rank : index_t(t.rank), index_t(t.head)};
-    }
+  // The block's work items: its own (i, head), or (persistent) its list in the schedule
+  // (block_schedule's layout) from entry `start` to the -1; item_at(k): entry k's item, or -1.
+  const int start = kPersistent ? a.schedule[blockIdx.x] : 0;
+  const auto item_at = [&](int k) { return kPersistent ? a.schedule[k] : k == 0 ? 0 : -1; };
+  const auto item = [&](int w) -> FwdItem {
+    if constexpr (kPersistent)
+      return forward_item(w, int(Tr), int(a.heads), int(gridDim.x), a.mask.causal);
     return {a.mask.causal ? Tr - 1 - index_t(blockIdx.x) : index_t(blockIdx.x),  // longest first
             index_t(blockIdx.y)};
   };
@@ -264,8 +273,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_ptx::prefetch_tensor_map(&tmV);
     index_t u = 0;  // K_j, V_j tiles loaded so far, over the items: stage u % kStages
     int t = 0;      // Q tiles loaded so far: buffer t % kQBuffers
-    for (index_t w = first; w < items; w += stride) {
-      const FwdItem it = item(w);
+    for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
+      const FwdItem it = item(wi);
       const index_t J = computed_key_tiles(a.tiling, a.mask, it.i);
       if (J == 0) continue;  // (the consumers write its zeros without waiting)
       const int b = t % kQBuffers;
@@ -320,8 +329,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                                Vt = hopper_ptx::mn_major(sV, kHopperBc);
   index_t u0 = 0;  // the K_j, V_j tiles of the block's earlier items
   int qn = 0;      // the Q tiles of its earlier items (those that saw a key)
-  for (index_t w = first; w < items; w += stride) {
-    const FwdItem it = item(w);
+  for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
+    const FwdItem it = item(wi);
     const index_t i = it.i, head = it.head, q0 = i * Br;
     const index_t J = computed_key_tiles(a.tiling, a.mask, i);
     const index_t F = full_key_tiles(a.tiling, a.mask, i);

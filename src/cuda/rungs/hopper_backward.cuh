@@ -152,6 +152,7 @@ struct HopperBwdArgs {
   Tiling tiling;  // Br x 128
   Mask mask;
   float scale, scale2;  // scale, and scale * log2(e)
+  const int* schedule;  // the persistent grid's (block_schedule's layout), else null
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte. dQ's staging: a
@@ -462,12 +463,12 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   std::uint64_t* empty_kv = empty + kStages;  // (persistent only)
 
   const index_t Tr = a.tiling.Tr(), Tc = a.tiling.Tc();
-  // The block's work items: its own (j, head), or w = blockIdx.x, + gridDim.x, ... (persistent).
-  const int items = kPersistent ? int(Tc * a.heads) : 1;
-  const int first = kPersistent ? int(blockIdx.x) : 0;
-  const int stride = kPersistent ? int(gridDim.x) : 1;
-  // Item w's key tile j = rank and head: causal, the key tiles most query tiles see first (masking
-  // is monotone: a smaller j is seen by as many query tiles or more).
+  // The block's work items: its own (j, head), or (persistent) its list in the schedule
+  // (block_schedule's layout) from entry `start` to the -1 (item_at(k): entry k's item, or -1).
+  // Item w's key tile j = rank and head: causal, the key tiles most query tiles see first
+  // (masking is monotone: a smaller j is seen by as many query tiles or more).
+  const int start = kPersistent ? a.schedule[blockIdx.x] : 0;
+  const auto item_at = [&](int k) { return kPersistent ? a.schedule[k] : k == 0 ? 0 : -1; };
   const auto item = [&](int w) -> BwdItem {
     if constexpr (kPersistent) {
       const TileItem t = persistent_item(w, int(Tc), int(a.heads), int(gridDim.x), a.mask.causal);
@@ -475,13 +476,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     }
     return {int(blockIdx.x), int(blockIdx.y)};
   };
-  // The query tiles that see key tile j: i0 .. Tr - 1 (masking is monotone).
-  const auto first_query_tile = [&](index_t j) {
-    index_t i0 = 0;
-    while (i0 < Tr && a.tiling.classify(a.mask, i0, j) == TileKind::skipped) ++i0;
-    return i0;
-  };
-  const BwdItem first_item = item(first);  // (without the persistent grid, the block's one)
+  const BwdItem first_item = kPersistent ? BwdItem{} : item(0);  // (the ordinary grid's one)
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     hopper_ptx::mbarrier_init(full_kv, 1);
@@ -493,7 +488,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     hopper_ptx::fence_barrier_init();
     // K_j and V_j on their way before any consumer waits for them (the persistent grid's
     // producer loads each item's in its loop)
-    if (!kPersistent && first_query_tile(first_item.j) < Tr) {
+    if (!kPersistent && first_query_tile(a.tiling, a.mask, first_item.j) < Tr) {
       const int k0 = int(first_item.j * Bc), head = int(first_item.head);
       hopper_ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Bc * kD * 2);
       for (int h = 0; h < kD / 64; ++h) {
@@ -509,9 +504,9 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     if (threadIdx.x != 0) return;
     index_t u = 0;  // steps loaded so far, over the items: stage u % kStages
     int kv = 0;     // K_j, V_j loaded so far (persistent: one fill of full_kv an item)
-    for (int w = first; w < items; w += stride) {
-      const BwdItem it = item(w);
-      const index_t i_first = first_query_tile(it.j);
+    for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
+      const BwdItem it = item(wi);
+      const index_t i_first = first_query_tile(a.tiling, a.mask, it.j);
       if (i_first == Tr) continue;  // (the consumers write its zeros without waiting)
       if constexpr (kPersistent) {  // K_j, V_j once the consumers are done with the last item's
         if (kv > 0) hopper_ptx::mbarrier_wait(empty_kv, unsigned((kv - 1) & 1));
@@ -549,9 +544,9 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   // stages' phases), kv their fills of full_kv.
   int u0 = 0;
   int kv = 0;
-  for (int wi = first; wi < items; wi += stride) {
+  for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
     const BwdItem it = item(wi);
-    const index_t j = it.j, head = it.head, k0 = j * Bc, i0 = first_query_tile(j);
+    const index_t j = it.j, head = it.head, k0 = j * Bc, i0 = first_query_tile(a.tiling, a.mask, j);
     float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
     const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
     std::uint32_t kf[kKRegs ? kD / 16 : 1][4], vf[kVRegs ? kD / 16 : 1][4];  // K_j, V_j rows

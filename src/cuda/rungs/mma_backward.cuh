@@ -202,8 +202,7 @@ __global__ void __launch_bounds__(kTcThreads) mma_dkdv_kernel(const BwdArgs<E> a
   const E* dO = a.dO + head * a.n * kD;
   const float* L = a.L + head * a.n;
   const float* Dsum = a.D + head * a.n;
-  index_t i0 = 0;  // the query tiles that see key tile j are i0 .. Tr - 1 (masking is monotone)
-  while (i0 < Tr && a.tiling.classify(a.mask, i0, j) == TileKind::skipped) ++i0;
+  const index_t i0 = first_query_tile(a.tiling, a.mask, j);  // tiles i0 .. Tr - 1 see key tile j
 
   auto stage_rows = [&](int stage, index_t i) {  // Q_i, dO_i by cp.async; L2 and D by plain loads
     const index_t q0 = i * B;

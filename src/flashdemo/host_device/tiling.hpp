@@ -62,6 +62,14 @@ FD_HOST_DEVICE index_t full_key_tiles(const Tiling& t, const Mask& mask, index_t
   return fmin2(full, computed_key_tiles(t, mask, i));
 }
 
+// The first query tile that sees key tile j: tiles i0 .. Tr - 1 compute it (masking is monotone:
+// a later row sees every key an earlier one does); Tr when none does (the backward's order).
+FD_HOST_DEVICE index_t first_query_tile(const Tiling& t, const Mask& mask, index_t j) {
+  index_t i0 = 0;
+  while (i0 < t.Tr() && t.classify(mask, i0, j) == TileKind::skipped) ++i0;
+  return i0;
+}
+
 // Keys inside the computed tiles of query tile i: min(m, J_i * Bc).
 inline index_t computed_keys(const Tiling& t, const Mask& mask, index_t i) {
   return fmin2(t.m, computed_key_tiles(t, mask, i) * t.Bc);

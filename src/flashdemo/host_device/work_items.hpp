@@ -11,7 +11,19 @@
 // heads' tiles of every length, the group's longest first (the kernels map rank 0 to the longest:
 // query tile Tr - 1 in the forward, key tile 0 in the backward). hopper.cuh's kernels call it;
 // tests/host_device/test_work_items.cpp checks that every item is taken once.
+//
+// Which block takes which item (block_schedule, on the host): in that order, each item to the
+// block with the least work so far, work counted as cost[w] = the item's tiles + 1 (its start):
+//   load(b) <= sum(cost) / blocks + max(cost)   (list scheduling's bound)
+// what blocks taking the next item when free would do. Dealt round-robin instead (block b takes
+// w = b, b + blocks, ...), a block's load depends on where its items fall: 132 blocks over 256
+// causal heads of T = 8 tiles put the busiest at 1.44x the average, list scheduling at 1.08x.
 #pragma once
+
+#include <functional>
+#include <queue>
+#include <utility>
+#include <vector>
 
 #include "flashdemo/host_device/base.hpp"
 
@@ -28,6 +40,31 @@ FD_HOST_DEVICE TileItem persistent_item(int w, int T, int heads, int blocks, boo
   const int in_group = heads - first_head < G ? heads - first_head : G;
   const int r = w - group * G * T;
   return {r / in_group, first_head + r % in_group};
+}
+
+// The persistent grid's schedule of items w = 0 .. cost.size() - 1 over `blocks` blocks (list
+// scheduling, above; a tie to the lowest block). One array, as the kernels read it:
+//   [b] for b = 0 .. blocks - 1:  where block b's list begins
+//   [blocks ..]:                   block 0's items in increasing w, then -1; block 1's, -1; ...
+// (A block walks its list to the -1: one index live across its items, not a begin and an end.)
+inline std::vector<int> block_schedule(const std::vector<int>& cost, int blocks) {
+  using Load = std::pair<long long, int>;  // (work so far, block)
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> least;
+  for (int b = 0; b < blocks; ++b) least.push({0, b});
+  std::vector<int> owner(cost.size()), count(static_cast<std::size_t>(blocks), 0);
+  for (std::size_t w = 0; w < cost.size(); ++w) {
+    const Load next = least.top();
+    least.pop();
+    owner[w] = next.second, ++count[std::size_t(next.second)];
+    least.push({next.first + cost[w], next.second});
+  }
+  std::vector<int> schedule(std::size_t(2 * blocks) + cost.size(), -1);
+  int at = blocks;
+  for (int b = 0; b < blocks; ++b) schedule[std::size_t(b)] = at, at += count[std::size_t(b)] + 1;
+  std::vector<int> next(schedule.begin(), schedule.begin() + blocks);
+  for (std::size_t w = 0; w < cost.size(); ++w)
+    schedule[std::size_t(next[std::size_t(owner[w])]++)] = int(w);
+  return schedule;
 }
 
 }  // namespace fd
