@@ -681,7 +681,9 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
                                  k = rounded(in.K, Precision::bf16),
                                  v = rounded(in.V, Precision::bf16);
         using F = cuda::HopperFwdSteps;  // ping-pong, overlap, persistent (-1: the rung's)
-        for (F steps : {F{0, 0, 0}, F{0, 1, 0}, F{1, 0, 0}, F{1, 1, 0}, F{0, -1, 1}}) {
+        for (F steps : {F{0, 0, 0}, F{0, 1, 0}, F{1, 0, 0}, F{1, 1, 0}, F{0, -1, 1}, F{0, 0, 0, 3},
+                        F{0, 1, 0, 3}, F{0, 0, 1, 3}, F{0, 1, 1, 3}}) {
+          if (steps.consumers == 3 && d != 64) continue;  // (three consumer warpgroups: d = 64)
           auto t = cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
                                                   Variant{Precision::bf16, Mistake::none}, steps,
                                                   q.data(), k.data(), v.data(), 3, 20);
@@ -689,7 +691,8 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
           const double ms = t.ms[t.ms.size() / 2];
           MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal
                               << " ping_pong=" << steps.ping_pong << " overlap=" << steps.overlap
-                              << " persistent=" << steps.persistent << ": " << ms << " ms, "
+                              << " persistent=" << steps.persistent
+                              << " consumers=" << steps.consumers << ": " << ms << " ms, "
                               << flops / ms / 1e9 << " TFLOP/s");
         }
       }
@@ -710,17 +713,17 @@ double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
 
 }  // namespace
 
-// Every forward setting `flashdemo ladder --steps` times is graded as the rung is (check_rung's
+// Every forward setting `flashdemo ladder --steps` times, and at d = 64 the three consumer
+// warpgroups, is graded as the rung is (check_rung's
 // rule, head by head): bf16, both head dims, causal bottom-right and not; and at each d a case
 // of 512 work items, several a block on the persistent grid (its stages' phases run on across
-// them: with the overlap, d = 128's, as without), with rows that see no key; and one whose first
-// three query tiles see no key at all (n - m = 400, causal: items the producer skips).
+// them: with the overlap, d = 128's, as without), with rows that see no key; and at each d one
+// whose first query tiles see no key at all (n - m = 400, causal: items the producer skips; at
+// Br = 192, tiles 0 and 1).
 TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
-  const RungCase cases[] = {{2, 3, 333, 290, 64},
-                            {2, 3, 333, 290, 128},
-                            {4, 16, 1000, 900, 64},
-                            {4, 16, 1000, 900, 128},
-                            {4, 16, 1000, 600, 128}};
+  const RungCase cases[] = {{2, 3, 333, 290, 64},    {2, 3, 333, 290, 128},
+                            {4, 16, 1000, 900, 64},  {4, 16, 1000, 900, 128},
+                            {4, 16, 1000, 600, 128}, {4, 16, 1000, 600, 64}};
   for (const RungCase& c : cases)
     for (bool causal : {false, true}) {
       const AttnParams p{causal, causal ? CausalAlign::bottom_right : CausalAlign::top_left, {}};
@@ -732,13 +735,22 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         expected.emplace_back(test::Problem<float>{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
                                                    head(in.V, h, c.m, c.d), Mat<float>(), p},
                               Precision::bf16);
-      for (cuda::HopperStep step : cuda::hopper_steps(cuda::Pass::fwd, c.d, Precision::bf16)) {
-        INFO("n " << c.n << " d " << c.d << " causal " << causal << " step " << int(step));
+      // ladder --steps' settings, and at d = 64 the three consumer warpgroups (Br = 192; not
+      // yet among them), each grid and overlap
+      std::vector<cuda::HopperFwdSteps> settings;
+      for (cuda::HopperStep step : cuda::hopper_steps(cuda::Pass::fwd, c.d, Precision::bf16))
+        settings.push_back(cuda::hopper_fwd_setting(step));
+      if (c.d == 64)
+        for (int persistent : {0, 1})
+          for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, 3});
+      for (const cuda::HopperFwdSteps& setting : settings) {
+        INFO("n " << c.n << " d " << c.d << " causal " << causal << " ping_pong "
+                  << setting.ping_pong << " overlap " << setting.overlap << " persistent "
+                  << setting.persistent << " consumers " << setting.consumers);
         std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n));
-        cuda::hopper_forward_steps<float>({c.b, c.h, c.n, c.m, c.d}, p,
-                                          Variant{Precision::bf16, Mistake::none},
-                                          cuda::hopper_fwd_setting(step), in.Q.data(), in.K.data(),
-                                          in.V.data(), O.data(), L.data());
+        cuda::hopper_forward_steps<float>(
+            {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none}, setting,
+            in.Q.data(), in.K.data(), in.V.data(), O.data(), L.data());
         for (index_t h = 0; h < H; ++h) {
           const test::Outputs<float> got{head(O, h, c.n, c.d),
                                          Eigen::Map<const Vec<float>>(L.data() + h * c.n, c.n),

@@ -30,8 +30,11 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // under the GEMMs within one) each on or off (-1: the rung's choice at d), and the grid
 // (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each; -1:
 // the rung's choice at d and the key tiles).
+// consumers: the consumer warpgroups, 2 (Br = 128) or 3 (Br = 192, d = 64 only; not yet in
+// `ladder --steps`: timed by the GPU tests' printout).
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
+  int consumers = 2;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>

@@ -116,50 +116,72 @@ const int* device_schedule(std::unique_ptr<DeviceArray<int>>& held, int items, i
   return held->ptr;
 }
 
+// The forward's kernel of `consumers` consumer warpgroups (2; or 3 at d = 64, Br = 192) with its
+// shared memory, on the ordinary grid (Tr, heads) or the persistent one (blocks).
+template <class E, int kD, int kConsumers>
+struct ForwardLaunch {
+  const DeviceProblem<E>& p;
+  template <bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent>
+  void go(const HopperArgs<E>& a, dim3 grid) const {
+    const auto kernel =
+        hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent, kConsumers>;
+    constexpr std::size_t bytes = HopperSmem < kD, kPersistent ? 2 : 1, 64 * kConsumers > ::kBytes;
+    allow_smem(kernel, bytes);
+    kernel<<<grid, hopper_threads(kConsumers), bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
+  }
+  // Every setting but ping-pong and the trace (which have two consumer warpgroups only).
+  void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent) const {
+    if (persistent)
+      return overlap ? go<false, true, false, true>(a, grid)
+                     : go<false, false, false, true>(a, grid);
+    return overlap ? go<false, true, false, false>(a, grid)
+                   : go<false, false, false, false>(a, grid);
+  }
+};
+
 template <class E, int kD>
 void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   const index_t heads = p.s.heads();
-  const HopperArgs<E> a{p.O.ptr,  p.L.ptr, p.s.n,    p.s.m,          heads,
-                        p.tiling, p.mask,  p.scale2, p.trace.view(), nullptr};
-  constexpr std::size_t bytes = HopperSmem<kD>::kBytes;
-  const dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
-  auto run = [&](auto kernel) {
-    allow_smem(kernel, bytes);
-    kernel<<<grid, kHopperThreads, bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
-  };
+  HopperArgs<E> a{p.O.ptr,  p.L.ptr, p.s.n,    p.s.m,          heads,
+                  p.tiling, p.mask,  p.scale2, p.trace.view(), nullptr};
+  dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
   using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
     steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
-  if (steps.persistent == 1) {  // one block an SM over the (i, head) items: no ping-pong, no trace
-    if (steps.ping_pong || a.trace.computed)
-      throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
-    constexpr std::size_t b = HopperSmem<kD, 2>::kBytes;
+  if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
+    throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
+  const bool three = steps.consumers == 3;
+  if (p.tiling.Br != 64 * steps.consumers ||
+      (three && (kD != 64 || steps.ping_pong || a.trace.computed)) ||
+      (steps.consumers != 2 && !three))
+    throw CudaError(
+        "hopper's forward runs 2 consumer warpgroups at Br = 128, or 3 at d = 64, "
+        "Br = 192, without ping-pong and the trace; not " +
+        std::to_string(steps.consumers) + " at d = " + std::to_string(kD) +
+        ", Br = " + std::to_string(p.tiling.Br));
+  if (steps.persistent == 1) {  // one block an SM over the (i, head) items
     const int Tr = int(p.tiling.Tr()), items = Tr * int(heads);
     const int blocks = std::min(items, sm_count());
-    HopperArgs<E> pa = a;  // item w: query tile i of its head, J_i key tiles
-    pa.schedule = device_schedule(p.schedule, items, blocks, [&](int w) {
+    a.schedule = device_schedule(p.schedule, items, blocks, [&](int w) {
       const FwdItem it = forward_item(w, Tr, int(heads), blocks, p.mask.causal);
-      return computed_key_tiles(p.tiling, p.mask, it.i);
+      return computed_key_tiles(p.tiling, p.mask, it.i);  // item w: query tile i, J_i key tiles
     });
-    auto go = [&](auto kernel) {
-      allow_smem(kernel, b);
-      kernel<<<unsigned(blocks), kHopperThreads, b>>>(p.maps.Q, p.maps.K, p.maps.V, pa);
-    };
-    if (steps.overlap) return go(hopper_forward_kernel<E, kD, false, true, false, true>);
-    return go(hopper_forward_kernel<E, kD, false, false, false, true>);
+    grid = dim3(unsigned(blocks));
   }
+  if constexpr (kD == 64)
+    if (three)
+      return ForwardLaunch<E, kD, 3>{p}.plain(a, grid, steps.overlap, steps.persistent == 1);
+  const ForwardLaunch<E, kD, 2> two{p};
   if (a.trace.computed)  // the tracing kernel: the rung's own steps
-    run(hopper_forward_kernel<E, kD, Defaults::ping_pong, Defaults::overlap, true>);
+    two.template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
   else if (steps.ping_pong && steps.overlap)
-    run(hopper_forward_kernel<E, kD, true, true, false>);
+    two.template go<true, true, false, false>(a, grid);
   else if (steps.ping_pong)
-    run(hopper_forward_kernel<E, kD, true, false, false>);
-  else if (steps.overlap)
-    run(hopper_forward_kernel<E, kD, false, true, false>);
+    two.template go<true, false, false, false>(a, grid);
   else
-    run(hopper_forward_kernel<E, kD, false, false, false>);
+    two.plain(a, grid, steps.overlap, steps.persistent == 1);
 }
 
 // The bulk-reduce backward of cut C and overlaps O with dQ staged in the swizzled boxes, with or
@@ -341,13 +363,13 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
 
 // hopper's three tensor maps, made once with the problem (none for the other rungs).
 template <class E>
-HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V) {
+HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, index_t Br) {
   if constexpr (std::is_same_v<E, float>) {
     return {};
   } else {
     if (rung != Impl::hopper || s.heads() == 0 || s.n == 0) return {};  // (nothing launched)
     require_hopper();
-    return {tensor_map(Q, s.heads(), s.n, s.d, kHopperBr),
+    return {tensor_map(Q, s.heads(), s.n, s.d, int(Br)),
             tensor_map(K, s.heads(), s.m, s.d, kHopperBc),
             tensor_map(V, s.heads(), s.m, s.d, kHopperBc)};
   }
@@ -369,10 +391,12 @@ void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, boo
     no_kernel(Impl::hopper, p.s.d);
 }
 
-template HopperMaps hopper_maps(Impl, const Shape&, const float*, const float*, const float*);
+template HopperMaps hopper_maps(Impl, const Shape&, const float*, const float*, const float*,
+                                index_t);
 template HopperMaps hopper_maps(Impl, const Shape&, const __nv_bfloat16*, const __nv_bfloat16*,
-                                const __nv_bfloat16*);
-template HopperMaps hopper_maps(Impl, const Shape&, const __half*, const __half*, const __half*);
+                                const __nv_bfloat16*, index_t);
+template HopperMaps hopper_maps(Impl, const Shape&, const __half*, const __half*, const __half*,
+                                index_t);
 template void launch_hopper(const DeviceProblem<__nv_bfloat16>&, HopperSteps);
 template void launch_hopper(const DeviceProblem<__half>&, HopperSteps);
 template void launch_hopper_backward(const DeviceProblem<__nv_bfloat16>&,

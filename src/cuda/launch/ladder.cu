@@ -135,6 +135,7 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 HopperSteps launch_steps(HopperFwdSteps fwd) {
   HopperSteps steps;
   steps.ping_pong = fwd.ping_pong, steps.overlap = fwd.overlap, steps.persistent = fwd.persistent;
+  steps.consumers = fwd.consumers;
   return steps;
 }
 
@@ -143,7 +144,7 @@ Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, Ho
                          const T* Q, const T* K, const T* V, int warmup, int reps) {
   return with_element<T>(s, v, Impl::hopper, [&](auto element) {
     using E = typename decltype(element)::type;
-    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
+    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false, 64 * steps.consumers);
     return time_events([&] { launch(p, launch_steps(steps)); }, warmup, reps);
   });
 }
@@ -153,7 +154,7 @@ void hopper_forward_steps(const Shape& s, const AttnParams& params, Variant v, H
                           const T* Q, const T* K, const T* V, T* O, T* L) {
   with_element<T>(s, v, Impl::hopper, [&](auto element) {
     using E = typename decltype(element)::type;
-    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false);
+    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false, 64 * steps.consumers);
     launch(p, launch_steps(steps));
     check_launch("the forward kernel");
     download_outputs(p, O, L);

@@ -60,10 +60,11 @@ struct HopperMaps {
   CUtensorMap Q{}, K{}, V{};
 };
 template <class E>
-HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V);
+HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, index_t Br);
 
 // One rung's problem on the device: Q, K, V uploaded once in E, O and L allocated (and for
-// hopper, its tensor maps of Q, K, V).
+// hopper, its tensor maps of Q, K, V). Br, when given: another query tile than the rung's
+// (hopper's forward with three consumer warpgroups, Br = 192, timed as a step).
 template <class E>
 struct DeviceProblem {
   Shape s;
@@ -79,10 +80,10 @@ struct DeviceProblem {
 
   template <class T>
   DeviceProblem(const Shape& shape, const AttnParams& params, Impl rung, const T* q, const T* k,
-                const T* v, bool traced)
+                const T* v, bool traced, index_t Br = 0)
       : s(shape),
         impl(rung),
-        tiling{s.n, s.m, kernel_tiles(rung, s.d).Br, kernel_tiles(rung, s.d).Bc},
+        tiling{s.n, s.m, Br > 0 ? Br : kernel_tiles(rung, s.d).Br, kernel_tiles(rung, s.d).Bc},
         mask(params.mask_for(s.n, s.m)),
         scale(float(params.scale_for(s.d))),
         scale2(scale * kLog2e),
@@ -92,7 +93,7 @@ struct DeviceProblem {
         O(std::size_t(s.heads() * s.n * s.d)),
         L(std::size_t(s.heads() * s.n)),
         trace(tiling, traced),
-        maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr)) {}
+        maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr, tiling.Br)) {}
 
   template <class T>
   static std::vector<E> converted(const T* x, index_t count) {
@@ -151,6 +152,7 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 // over them, hopper_forward_kernel's kPersistent; -1: HopperDefaults<d>::persistent).
 struct HopperSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;  // -1: HopperDefaults<d>
+  int consumers = 2;  // consumer warpgroups: 3 (d = 64, Br = 192: the problem's tiling) or 2
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
   int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
 };

@@ -21,6 +21,8 @@
 // the producer loads the next item's Q_i into the second of two Q buffers (full_q, empty_q per
 // buffer) and its first K_j, V_j into the stages as they free up, while the consumers still
 // finish this item's last P V and write its O; the stages' phases count tiles across items.
+// With kConsumers = 3 (d = 64 only; reached from the GPU tests, not yet graded on a GPU), three
+// consumer warpgroups of 64 rows each, Br = 192, 512 threads, registers 24 / 160 (below).
 // Two overlaps, each a template switch so that its effect can be timed:
 //   kPingPong  the consumer warpgroups take turns at the tensor cores (named barriers 1, 2):
 //              meant to run one's softmax while the other's GEMMs do; measured, it costs 5 to
@@ -66,6 +68,18 @@ inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHo
 // 128 x 24 + 2 x 128 x 240 = 3,072 + 61,440 = 64,512 <= 65,536, the SM's register file. 240 =
 // (3 x 168 - 24) / 2, the most a consumer can have with the producer at 24 (both multiples of 8).
 inline constexpr int kHopperProducerRegisters = 24, kHopperConsumerRegisters = 240;
+// With three consumer warpgroups (Br = 192, kConsumers = 3: 512 threads), __launch_bounds__(512, 1)
+// gives 65,536 / 512 = 128 registers a thread, and setmaxnreg moves the producer's
+// 128 x (128 - 24) = 13,312 to the consumers' 3 x 128 x (160 - 128) = 12,288:
+// 128 x 24 + 3 x 128 x 160 = 3,072 + 61,440 = 64,512 (168 would pass the 65,536).
+constexpr int hopper_threads(int consumers) {
+  return 128 * (consumers + 1);
+}
+constexpr int hopper_consumer_registers_max(int consumers) {
+  return consumers == 2 ? kHopperConsumerRegisters : 160;
+}
+static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registers_max(3) <= 65536,
+              "three consumer warpgroups: the register file");
 // The overlap steps the rung runs with at each d: the fastest of the four settings measured on
 // the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
 // O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
@@ -100,14 +114,17 @@ struct HopperArgs {
 // kSmemOptIn = 227 x 1024 = 232,448 bytes (head_dims.hpp: sm_90's most a block may opt into):
 //   d = 64   16,384 + 2 x 32,768 + 72 + 1024 =  83,016 (6 stages would fit: 214,216)
 //   d = 128  32,768 + 2 x 65,536 + 72 + 1024 = 164,936 (3 stages would fit: 230,504; 4 not)
-// Every tile offset is a multiple of 16,384, so each tile's swizzle pattern starts 1024-aligned.
+// Every tile offset is a multiple of 1024 (of 16,384 with Br = 128), so each tile's swizzle
+// pattern starts 1024-aligned.
 // The persistent grid (kQBuffers = 2) keeps two Q tiles and a full_q and empty_q each: + 32 KiB
 // at d = 128 (197,704 bytes), + 16 KiB at d = 64.
-template <int kD, int kQBuffers = 1>
+// With three consumer warpgroups (kBr = 192) Q takes 192 x d x 2 bytes (24 KiB at d = 64, a
+// multiple of 1024: the tiles after it stay swizzle-aligned).
+template <int kD, int kQBuffers = 1, int kBr = kHopperBr>
 struct HopperSmem {
   static constexpr int kTile = kHopperBc * kD * 2;                       // one K or V tile
   static constexpr int kQBarriers = kQBuffers == 1 ? 1 : 2 * kQBuffers;  // full_q (and empty_q)
-  static constexpr int kQ = 0, kK = kQBuffers * kHopperBr * kD * 2;
+  static constexpr int kQ = 0, kK = kQBuffers * kBr * kD * 2;
   static constexpr int kV = kK + kHopperStages * kTile;
   static constexpr int kBarriers = kV + kHopperStages * kTile;
   static constexpr int kBytes =
@@ -129,6 +146,8 @@ struct HopperFits {
            hopper_consumer_registers(kD) <= kHopperConsumerRegisters;
   }
 };
+static_assert(hopper_consumer_registers(64) <= hopper_consumer_registers_max(3),
+              "three consumer warpgroups at d = 64: O, S and P within 160 registers");
 static_assert(HopperHeadDims::all<HopperFits>(),
               "a head dim of hopper (head_dims.hpp) that its tiles do not hold");
 static_assert(HopperSmem<256>::kBarriers == 320 * 1024,
@@ -171,13 +190,13 @@ struct Turns {
 //      atom); A's 64 rows are 8 such groups, B's 128 rows 16
 // Q and K arrive as descriptors of their tiles' first element (hopper_ptx::Operand, built once by
 // the kernel), and each step's start is added to them.
-template <class E, int kD>
+template <class E, int kD, int kBr = kHopperBr>
 __device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], hopper_ptx::Operand<E> Q,
                                 hopper_ptx::Operand<E> K, int c) {
   hopper_ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk)
-    hopper_ptx::wgmma_ss_n128<E>(s, Q.at((kk / 4) * kHopperBr * 64 + c * 64 * 64 + (kk % 4) * 16),
+    hopper_ptx::wgmma_ss_n128<E>(s, Q.at((kk / 4) * kBr * 64 + c * 64 * 64 + (kk % 4) * 16),
                                  K.at((kk / 4) * kHopperBc * 64 + (kk % 4) * 16), kk > 0);
   hopper_ptx::wgmma_commit();
 }
@@ -215,17 +234,20 @@ FD_HOST_DEVICE FwdItem forward_item(int w, int Tr, int heads, int blocks, bool c
   return {causal ? index_t(Tr - 1 - t.rank) : index_t(t.rank), index_t(t.head)};
 }
 
-template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false>
-__global__ void __launch_bounds__(kHopperThreads, 1)
+template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false,
+          int kConsumers = 2>
+__global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
                           const __grid_constant__ CUtensorMap tmV, const HopperArgs<E> a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kPersistent || (!kPingPong && !kTrace),
                 "the persistent grid: without ping-pong's turns and the trace");
+  static_assert(kConsumers == 2 || (kConsumers == 3 && kD == 64 && !kPingPong && !kTrace),
+                "three consumer warpgroups: d = 64, without ping-pong's turns and the trace");
   constexpr int kQBuffers = kPersistent ? 2 : 1;
-  using L = HopperSmem<kD, kQBuffers>;
-  constexpr int Br = kHopperBr, Bc = kHopperBc, kStages = kHopperStages;
+  constexpr int Br = 64 * kConsumers, Bc = kHopperBc, kStages = kHopperStages;
+  using L = HopperSmem<kD, kQBuffers, Br>;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
   E* sQ = reinterpret_cast<E*>(smem + L::kQ);
@@ -250,17 +272,18 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
             index_t(blockIdx.y)};
   };
   const int wg = threadIdx.x / 128;
-  // full_*: 1 arrival, the producer's arrive.expect_tx, plus the bytes of the copies; empty_*: 8,
-  // lane 0 of each of the 2 x 4 consumer warps (release).
+  // full_*: 1 arrival, the producer's arrive.expect_tx, plus the bytes of the copies; empty_*:
+  // lane 0 of each of the kConsumers x 4 consumer warps (release), 8 or 12.
+  constexpr int kWarps = 4 * kConsumers;
   if (threadIdx.x == 0) {
     for (int b = 0; b < kQBuffers; ++b) {
       hopper_ptx::mbarrier_init(full_q + b, 1);
-      if constexpr (kPersistent) hopper_ptx::mbarrier_init(empty_q + b, 8);
+      if constexpr (kPersistent) hopper_ptx::mbarrier_init(empty_q + b, kWarps);
     }
     for (int s = 0; s < kStages; ++s) {
       hopper_ptx::mbarrier_init(full_k + s, 1), hopper_ptx::mbarrier_init(full_v + s, 1);
-      hopper_ptx::mbarrier_init(empty_k + s, 8);  // one arrival per consumer warp
-      hopper_ptx::mbarrier_init(empty_v + s, 8);
+      hopper_ptx::mbarrier_init(empty_k + s, kWarps);  // one arrival per consumer warp
+      hopper_ptx::mbarrier_init(empty_v + s, kWarps);
     }
     hopper_ptx::fence_barrier_init();
   }
@@ -281,9 +304,9 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       // Q's buffer b was last filled for item t - 2: its release is empty_q[b]'s phase t / 2 - 1.
       if (kPersistent && t >= kQBuffers)
         hopper_ptx::mbarrier_wait(empty_q + b, unsigned((t / kQBuffers - 1) & 1));
-      // Br x d x 2 bytes: d / 64 boxes of 128 rows x 128 bytes (16,384 each, rows past the tensor
-      // zero-filled and counted too). Box h: columns 64 h .. 64 h + 63 (x = h x 64), written to
-      // half h, Br x 64 elements (16,384 bytes) after the previous one.
+      // Br x d x 2 bytes: d / 64 boxes of Br rows x 128 bytes (16,384 each at Br = 128, 24,576 at
+      // 192; rows past the tensor zero-filled and counted too). Box h: columns 64 h .. 64 h + 63
+      // (x = h x 64), written to half h, Br x 64 elements after the previous one.
       hopper_ptx::mbarrier_arrive_expect_tx(full_q + b, Br * kD * 2);
       for (int h = 0; h < kD / 64; ++h)
         hopper_ptx::tma_load_3d(sQ + b * Br * kD + h * Br * 64, &tmQ, h * 64, int(it.i * Br),
@@ -318,7 +341,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     return;
   }
 
-  hopper_ptx::setmaxnreg_inc<kHopperConsumerRegisters>();
+  hopper_ptx::setmaxnreg_inc<hopper_consumer_registers_max(kConsumers)>();
   // A wgmma accumulator gives warp w of the warpgroup rows 16 w .. 16 w + 15 of its 64, as
   // mma.sync's C fragment (fragment.cuh): lane 4 g + t holds rows g and g + 8.
   const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -383,7 +406,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       if (J > 0) {  // tile 0: S_0 and its softmax
         hopper_ptx::mbarrier_wait(full_k + stage(0), parity(0));
         turns.take();
-        issue_qk<E, kD>(s, Qk, Kk.plus(stage(0) * Bc * kD), c);
+        issue_qk<E, kD, Br>(s, Qk, Kk.plus(stage(0) * Bc * kD), c);
         turns.give();
         hopper_ptx::wgmma_wait<0>();
         hopper_ptx::fence_operands(s);
@@ -394,7 +417,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       for (index_t j = 1; j < J; ++j) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
         hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
         turns.take();
-        issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
+        issue_qk<E, kD, Br>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
         rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
         hopper_ptx::mbarrier_wait(full_v + stage(j - 1), parity(j - 1));
         hopper_ptx::fence_operands(p);
@@ -425,7 +448,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
         hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
         turns.take();
-        issue_qk<E, kD>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
+        issue_qk<E, kD, Br>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
         turns.give();
         hopper_ptx::wgmma_wait<0>();
         hopper_ptx::fence_operands(s);
