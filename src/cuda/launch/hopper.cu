@@ -125,7 +125,8 @@ struct ForwardLaunch {
   void go(const HopperArgs<E>& a, dim3 grid) const {
     const auto kernel =
         hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent, kConsumers>;
-    constexpr std::size_t bytes = HopperSmem < kD, kPersistent ? 2 : 1, 64 * kConsumers > ::kBytes;
+    using Smem = HopperSmem<kD, (kPersistent ? 2 : 1), 64 * kConsumers>;
+    constexpr std::size_t bytes = Smem::kBytes;
     allow_smem(kernel, bytes);
     kernel<<<grid, hopper_threads(kConsumers), bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
   }
@@ -250,13 +251,10 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
         allow_smem(kernel, bytes);
         const int Tc = int(g.tiling.Tc()), items = Tc * int(heads);
         const int blocks = std::min(items, sm_count());
-        // key tile j: the query tiles that see it
-        std::vector<index_t> seen(static_cast<std::size_t>(Tc));
-        for (int j = 0; j < Tc; ++j)
-          seen[std::size_t(j)] = Tr - first_query_tile(g.tiling, p.mask, j);
-        HopperBwdArgs<E> pa = a;  // item w: key tile j = rank of its head
+        HopperBwdArgs<E> pa = a;  // item w: key tile j = rank of its head, seen by Tr - i0 tiles
         pa.schedule = device_schedule(g.schedule, items, blocks, [&](int w) {
-          return seen[std::size_t(persistent_item(w, Tc, int(heads), blocks, p.mask.causal).rank)];
+          const int j = persistent_item(w, Tc, int(heads), blocks, p.mask.causal).rank;
+          return Tr - first_query_tile(g.tiling, p.mask, j);
         });
         kernel<<<unsigned(blocks), kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, tmdQ,
                                                             pa);
