@@ -239,6 +239,7 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::fwd_overlap, "fwd_overlap", Msg::step_fwd_overlap},
     {cuda::HopperStep::fwd_ping_pong, "fwd_ping_pong", Msg::step_fwd_ping_pong},
     {cuda::HopperStep::fwd_both, "fwd_both", Msg::step_fwd_both},
+    {cuda::HopperStep::fwd_three_consumers, "fwd_three_consumers", Msg::step_fwd_three_consumers},
     {cuda::HopperStep::fwd_persistent, "fwd_persistent", Msg::step_fwd_persistent},
     {cuda::HopperStep::bwd_atomics, "bwd_atomics", Msg::step_bwd_atomics},
     {cuda::HopperStep::bwd_none, "bwd_none", Msg::step_bwd_none},

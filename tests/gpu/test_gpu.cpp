@@ -680,9 +680,10 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
         const std::vector<float> q = rounded(in.Q, Precision::bf16),
                                  k = rounded(in.K, Precision::bf16),
                                  v = rounded(in.V, Precision::bf16);
-        using F = cuda::HopperFwdSteps;  // ping-pong, overlap, persistent (-1: the rung's)
-        for (F steps : {F{0, 0, 0}, F{0, 1, 0}, F{1, 0, 0}, F{1, 1, 0}, F{0, -1, 1}, F{0, 0, 0, 3},
-                        F{0, 1, 0, 3}, F{0, 0, 1, 3}, F{0, 1, 1, 3}}) {
+        // ping-pong, overlap, persistent, consumers (-1: the rung's)
+        using F = cuda::HopperFwdSteps;
+        for (F steps : {F{0, 0, 0, 2}, F{0, 1, 0, 2}, F{1, 0, 0, 2}, F{1, 1, 0, 2}, F{0, -1, 1, 2},
+                        F{0, 0, 0, 3}, F{0, 1, 0, 3}, F{0, 0, 1, 3}, F{0, 1, 1, 3}}) {
           if (steps.consumers == 3 && d != 64) continue;  // (three consumer warpgroups: d = 64)
           auto t = cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
                                                   Variant{Precision::bf16, Mistake::none}, steps,
@@ -714,7 +715,7 @@ double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
 }  // namespace
 
 // Every forward setting `flashdemo ladder --steps` times, and at d = 64 the three consumer
-// warpgroups, is graded as the rung is (check_rung's
+// warpgroups on both grids with and without the overlap, is graded as the rung is (check_rung's
 // rule, head by head): bf16, both head dims, causal bottom-right and not; and at each d a case
 // of 512 work items, several a block on the persistent grid (its stages' phases run on across
 // them: with the overlap, d = 128's, as without), with rows that see no key; and at each d one
@@ -735,8 +736,8 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         expected.emplace_back(test::Problem<float>{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
                                                    head(in.V, h, c.m, c.d), Mat<float>(), p},
                               Precision::bf16);
-      // ladder --steps' settings, and at d = 64 the three consumer warpgroups (Br = 192; not
-      // yet among them), each grid and overlap
+      // ladder --steps' settings, and at d = 64 the three consumer warpgroups (Br = 192, the
+      // rung's there) on each grid, with the overlap and without
       std::vector<cuda::HopperFwdSteps> settings;
       for (cuda::HopperStep step : cuda::hopper_steps(cuda::Pass::fwd, c.d, Precision::bf16))
         settings.push_back(cuda::hopper_fwd_setting(step));
@@ -808,7 +809,8 @@ TEST_CASE("hopper's steps: the persistent backward passes the rule over several 
 // case (the rung's choice first; the backward's variants in bf16 only, each d its own).
 TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that runs") {
   using S = cuda::HopperStep;
-  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 6);
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 7);
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 128, Precision::fp16).size() == 6);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
         std::vector<S>{S::rung_choice, S::bwd_atomics});
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_persistent);

@@ -60,12 +60,14 @@ void replay(const KernelTrace& trace, const Mask& mask, const std::vector<double
 enum class Pass { fwd, bwd };
 
 // The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc, mma
-// and hopper have theirs fixed at compile time (hopper's forward 128 x 128, its backward 128 x 128
-// at d = 64 and 64 x 128 at d = 128, mma's forward 128 x 64, its backward and the others 64 x 64),
+// and hopper have theirs fixed at compile time (hopper's forward 192 x 128 at d = 64, three
+// consumer warpgroups, and 128 x 128 at d = 128; its backward 128 x 128 at d = 64 and 64 x 128 at
+// d = 128; mma's forward 128 x 64, its backward and the others 64 x 64),
 // then capped at n and m as the CPU's are. Each rung's header checks its kernel's tiles against
 // this (static_assert).
 constexpr TileSizes kernel_tiles(Impl impl, index_t d, Pass pass = Pass::fwd) {
-  if (impl == Impl::hopper) return TileSizes{pass == Pass::bwd && d != 64 ? 64 : 128, 128};
+  if (impl == Impl::hopper && pass == Pass::bwd) return TileSizes{d == 64 ? 128 : 64, 128};
+  if (impl == Impl::hopper) return TileSizes{d == 64 ? 192 : 128, 128};
   return impl == Impl::mma && pass == Pass::fwd ? TileSizes{128, 64} : TileSizes{64, 64};
 }
 

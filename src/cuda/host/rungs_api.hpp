@@ -30,11 +30,11 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // under the GEMMs within one) each on or off (-1: the rung's choice at d), and the grid
 // (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each; -1:
 // the rung's choice at d and the key tiles).
-// consumers: the consumer warpgroups, 2 (Br = 128) or 3 (Br = 192, d = 64 only; not yet in
-// `ladder --steps`: timed by the GPU tests' printout).
+// consumers: the consumer warpgroups, 2 (Br = 128) or 3 (Br = 192, d = 64 only; -1: the rung's
+// choice, 3 at d = 64).
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
-  int consumers = 2;
+  int consumers = -1;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
@@ -67,7 +67,8 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
                                   const T* dO, int warmup, int reps);
 
 // hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
-// d, then its forward with overlap and ping-pong each on or off, or its backward with dQ added by
+// d, then its forward with overlap and ping-pong each on or off (two consumer warpgroups), three
+// consumer warpgroups (d = 64), the persistent grid, or its backward with dQ added by
 // atomics, the overlaps bit by bit, dQ staged without bank conflicts (spread), and, where the rung
 // has them, Br = 64 at d = 64 (the rung's is 128 there) with the variants only it has (the
 // pipeline across tiles, K_j and V_j held in registers, dQ cut by column halves), or the cut of dQ
@@ -79,6 +80,7 @@ enum class HopperStep {
   fwd_overlap,
   fwd_ping_pong,
   fwd_both,
+  fwd_three_consumers,
   fwd_persistent,
   bwd_atomics,
   bwd_none,

@@ -130,7 +130,7 @@ struct ForwardLaunch {
     allow_smem(kernel, bytes);
     kernel<<<grid, hopper_threads(kConsumers), bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
   }
-  // Every setting but ping-pong and the trace (which have two consumer warpgroups only).
+  // Every setting but ping-pong (two consumer warpgroups only) and the trace.
   void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent) const {
     if (persistent)
       return overlap ? go<false, true, false, true>(a, grid)
@@ -149,17 +149,18 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
+  if (steps.consumers < 0) steps.consumers = Defaults::consumers;
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
     steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
   const bool three = steps.consumers == 3;
-  if (p.tiling.Br != 64 * steps.consumers ||
-      (three && (kD != 64 || steps.ping_pong || a.trace.computed)) ||
-      (steps.consumers != 2 && !three))
+  if (p.tiling.Br != 64 * steps.consumers || (three && (kD != 64 || steps.ping_pong)) ||
+      (steps.consumers != 2 && !three) ||
+      (a.trace.computed && steps.consumers != Defaults::consumers))
     throw CudaError(
         "hopper's forward runs 2 consumer warpgroups at Br = 128, or 3 at d = 64, "
-        "Br = 192, without ping-pong and the trace; not " +
+        "Br = 192, without ping-pong (traced: the rung's own); not " +
         std::to_string(steps.consumers) + " at d = " + std::to_string(kD) +
         ", Br = " + std::to_string(p.tiling.Br));
   if (steps.persistent == 1) {  // one block an SM over the (i, head) items
@@ -171,13 +172,14 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     });
     grid = dim3(unsigned(blocks));
   }
+  if (a.trace.computed)  // the tracing kernel: the rung's own steps
+    return ForwardLaunch<E, kD, Defaults::consumers>{p}
+        .template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
   if constexpr (kD == 64)
     if (three)
       return ForwardLaunch<E, kD, 3>{p}.plain(a, grid, steps.overlap, steps.persistent == 1);
   const ForwardLaunch<E, kD, 2> two{p};
-  if (a.trace.computed)  // the tracing kernel: the rung's own steps
-    two.template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
-  else if (steps.ping_pong && steps.overlap)
+  if (steps.ping_pong && steps.overlap)
     two.template go<true, true, false, false>(a, grid);
   else if (steps.ping_pong)
     two.template go<true, false, false, false>(a, grid);

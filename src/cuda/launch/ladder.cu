@@ -131,6 +131,13 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
   });
 }
 
+namespace {
+
+// The query tile of a forward setting's problem: 64 rows a consumer warpgroup (0: the rung's).
+index_t forward_br(HopperFwdSteps fwd) {
+  return fwd.consumers > 0 ? 64 * fwd.consumers : 0;
+}
+
 // The launcher's switches for one of hopper's forward settings.
 HopperSteps launch_steps(HopperFwdSteps fwd) {
   HopperSteps steps;
@@ -139,12 +146,14 @@ HopperSteps launch_steps(HopperFwdSteps fwd) {
   return steps;
 }
 
+}  // namespace
+
 template <class T>
 Timing hopper_time_steps(const Shape& s, const AttnParams& params, Variant v, HopperFwdSteps steps,
                          const T* Q, const T* K, const T* V, int warmup, int reps) {
   return with_element<T>(s, v, Impl::hopper, [&](auto element) {
     using E = typename decltype(element)::type;
-    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false, 64 * steps.consumers);
+    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false, forward_br(steps));
     return time_events([&] { launch(p, launch_steps(steps)); }, warmup, reps);
   });
 }
@@ -154,7 +163,7 @@ void hopper_forward_steps(const Shape& s, const AttnParams& params, Variant v, H
                           const T* Q, const T* K, const T* V, T* O, T* L) {
   with_element<T>(s, v, Impl::hopper, [&](auto element) {
     using E = typename decltype(element)::type;
-    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false, 64 * steps.consumers);
+    DeviceProblem<E> p(s, params, Impl::hopper, Q, K, V, false, forward_br(steps));
     launch(p, launch_steps(steps));
     check_launch("the forward kernel");
     download_outputs(p, O, L);

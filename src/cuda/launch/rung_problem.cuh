@@ -152,7 +152,8 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 // over them, hopper_forward_kernel's kPersistent; -1: HopperDefaults<d>::persistent).
 struct HopperSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;  // -1: HopperDefaults<d>
-  int consumers = 2;  // consumer warpgroups: 3 (d = 64, Br = 192: the problem's tiling) or 2
+  int consumers = -1;  // consumer warpgroups: 3 (d = 64, Br = 192) or 2 (Br = 128), as the
+                       // problem's tiling; -1: HopperDefaults<d>
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
   int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
 };

@@ -1,12 +1,14 @@
 // hopper.cuh — the rung `hopper`: FlashAttention-2's forward on Hopper's own instructions
 // (hopper_ptx.cuh), bf16/fp16 inputs, fp32 accumulation, sm_90a.
 //
-// Block (i, head), three warpgroups of 128 threads, Br = 128 query rows, key tiles of Bc = 128:
+// Block (i, head), a producer warpgroup of 128 threads and two consumer warpgroups (Br = 128 query
+// rows; three at d = 64, Br = 192: kConsumers, below), key tiles of Bc = 128:
 //   warpgroup 0, the producer (24 registers a thread, setmaxnreg): one thread issues TMA copies
 //     Q_i once; K_j and V_j into stage j % 2, each completing on its stage's mbarrier
 //     (full_k, full_v), once the consumers have released that stage's K (empty_k: as soon as
 //     S_j is computed) and V (empty_v: after O += P_j V_j)
-//   warpgroups 1 and 2, the consumers (240 registers): warpgroup c owns rows 64 c .. 64 c + 63
+//   warpgroups 1 and 2, the consumers (240 registers; 160 with three): warpgroup c owns rows
+//     64 c .. 64 c + 63
 //     and computes, for each key tile j < J_i, with m2, l, O in registers as the mma rung does:
 //       S = Q_i K_j^T               wgmma m64n128k16, Q and K_j read from shared memory
 //       S = -inf where masked       (the diagonal and ragged tiles only)
@@ -21,8 +23,12 @@
 // the producer loads the next item's Q_i into the second of two Q buffers (full_q, empty_q per
 // buffer) and its first K_j, V_j into the stages as they free up, while the consumers still
 // finish this item's last P V and write its O; the stages' phases count tiles across items.
-// With kConsumers = 3 (d = 64 only; reached from the GPU tests, not yet graded on a GPU), three
-// consumer warpgroups of 64 rows each, Br = 192, 512 threads, registers 24 / 160 (below).
+// With kOverlap too (d = 128), the consumers take the items as one stream of tiles: the next
+// item's S_0 is issued beside this item's last P V, and its softmax runs under it.
+// With kConsumers = 3 (the rung's at d = 64: HopperDefaults), three consumer warpgroups of 64 rows
+// each, Br = 192, 512 threads, registers 24 / 160 (below): each K_j, V_j loaded serves 192 query
+// rows, not 128 (1.16x at n = 16384 on the H200, docs/gpu-ladder.md); at d = 128, O alone takes 64
+// of a consumer's registers and S, P 96 more, over 160.
 // Two overlaps, each a template switch so that its effect can be timed:
 //   kPingPong  the consumer warpgroups take turns at the tensor cores (named barriers 1, 2):
 //              meant to run one's softmax while the other's GEMMs do; measured, it costs 5 to
@@ -87,9 +93,13 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // at d = 128 (1.03x to 1.2x at n = 1024 to 16384, causal or not), and at d = 64 only where an item
 // has at most 8 key tiles (n = 1024: 1.05x, causal 1.1x; at n = 16384, 0.93x to 0.97x: there
 // the persistent loop's steady state at d = 64 is slower and hides little).
+// The consumer warpgroups: three at d = 64 (Br = 192; 498 against 429 TFLOP/s at n = 16384, causal
+// 491 against 429, on the ordinary grid without the overlap, which costs 13 % with three), two
+// at d = 128 (three do not fit its registers: HopperFits).
 template <int kD>
 struct HopperDefaults {
   static constexpr bool ping_pong = false, overlap = kD == 128;
+  static constexpr int consumers = kD == 64 ? 3 : 2;
   static constexpr bool persistent(index_t key_tiles) { return kD == 128 || key_tiles <= 8; }
 };
 
@@ -98,7 +108,7 @@ struct HopperArgs {
   E* O;
   float* L;
   index_t n, n_keys, heads;
-  Tiling tiling;  // 128 x 128
+  Tiling tiling;  // Br x 128: Br = 64 x the consumer warpgroups
   Mask mask;
   float scale2;  // scale * log2(e)
   RungTrace trace;
@@ -153,7 +163,8 @@ static_assert(HopperHeadDims::all<HopperFits>(),
 static_assert(HopperSmem<256>::kBarriers == 320 * 1024,
               "hopper at d = 256, Bc = 128, two stages: 320 KiB of tiles");
 static_assert(!HopperFits::at<256>(), "hopper at d = 256 needs the changes written above");
-static_assert(kernel_tiles(Impl::hopper, 64).Br == kHopperBr &&
+static_assert(kernel_tiles(Impl::hopper, 64).Br == 64 * HopperDefaults<64>::consumers &&
+                  kernel_tiles(Impl::hopper, 128).Br == 64 * HopperDefaults<128>::consumers &&
                   kernel_tiles(Impl::hopper, 64).Bc == kHopperBc,
               "the tiles the host says hopper computes (cuda_api.hpp)");
 
@@ -243,8 +254,8 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kPersistent || (!kPingPong && !kTrace),
                 "the persistent grid: without ping-pong's turns and the trace");
-  static_assert(kConsumers == 2 || (kConsumers == 3 && kD == 64 && !kPingPong && !kTrace),
-                "three consumer warpgroups: d = 64, without ping-pong's turns and the trace");
+  static_assert(kConsumers == 2 || (kConsumers == 3 && kD == 64 && !kPingPong),
+                "three consumer warpgroups: d = 64, without ping-pong's turns");
   constexpr int kQBuffers = kPersistent ? 2 : 1;
   constexpr int Br = 64 * kConsumers, Bc = kHopperBc, kStages = kHopperStages;
   using L = HopperSmem<kD, kQBuffers, Br>;
@@ -350,135 +361,92 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   // N-major (its 64-column halves Bc x 128 bytes apart).
   const hopper_ptx::Operand<E> Q0 = hopper_ptx::k_major(sQ), Kk = hopper_ptx::k_major(sK),
                                Vt = hopper_ptx::mn_major(sV, kHopperBc);
-  index_t u0 = 0;  // the K_j, V_j tiles of the block's earlier items
-  int qn = 0;      // the Q tiles of its earlier items (those that saw a key)
-  for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
-    const FwdItem it = item(wi);
-    const index_t i = it.i, head = it.head, q0 = i * Br;
-    const index_t J = computed_key_tiles(a.tiling, a.mask, i);
-    const index_t F = full_key_tiles(a.tiling, a.mask, i);
-    // Batches of GEMMs a warpgroup issues: with kOverlap S_0, then one per later tile, then the
-    // last P V (J + 1); without, S_j and P_j V_j apart for each tile (2 J).
-    Turns<kPingPong> turns{c, int(kOverlap ? J + 1 : 2 * J)};
-    turns.start();
-    float o[kD / 8][4] = {};
-    float s[Bc / 8][4];
-    std::uint32_t p[Bc / 16][4];
-    FragmentRows st;
-    float m_old[2], alpha[2] = {1.0f, 1.0f};
-    bool moved = false;
-    // Tile j of the item is the block's tile u0 + j: stage (u0 + j) % kStages, in its use
-    // (u0 + j) / kStages, the phase of full_k / full_v it waits for.
-    auto stage = [&](index_t j) { return int((u0 + j) % kStages); };
-    auto parity = [&](index_t j) { return unsigned(((u0 + j) / kStages) & 1); };
-    auto release = [&](std::uint64_t* empty, index_t j) {  // this warp is done with tile j's K or V
-      __syncwarp();
-      if (lane == 0) hopper_ptx::mbarrier_arrive(empty + stage(j));
-    };
-    auto softmax = [&](index_t j) {  // S -> P in s, m2, l, alpha; then the trace
-      if (j >= F || (j + 1) * Bc > a.n_keys)
-        mask_fragment<Bc>(s, a.mask, q0 + row, j * Bc, a.n_keys);
-      moved = softmax_fragment<Bc>(s, st, a.scale2, m_old, alpha);
-      if (kTrace && head == 0) {  // the trace is head 0's, as on every rung
-        record_tile(a.trace, a.tiling, i, j, row, m_old, st, alpha);
-        if (threadIdx.x == 128) a.trace.computed[i * a.tiling.Tc() + j] = 1;
-      }
-    };
-    auto rescale = [&] {
-      if (__any_sync(0xffffffffu, moved)) rescale_fragment<kD>(o, alpha);
-    };
-    auto to_p = [&] {
-#pragma unroll
-      for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
-    };
-    // Q_i in buffer qn % kQBuffers, its fill qn / kQBuffers (one phase of full_q without the
-    // persistent grid); released (empty_q) once the item's last S is in.
-    const int qb = qn % kQBuffers;
-    const hopper_ptx::Operand<E> Qk = Q0.plus(qb * Br * kD);
-    auto release_q = [&] {
-      if constexpr (kPersistent) {
-        __syncwarp();
-        if (lane == 0) hopper_ptx::mbarrier_arrive(empty_q + qb);
-      }
-    };
-    if (J > 0) hopper_ptx::mbarrier_wait(full_q + qb, unsigned((qn / kQBuffers) & 1));
-    if constexpr (kOverlap) {
-      if (J > 0) {  // tile 0: S_0 and its softmax
-        hopper_ptx::mbarrier_wait(full_k + stage(0), parity(0));
-        turns.take();
-        issue_qk<E, kD, Br>(s, Qk, Kk.plus(stage(0) * Bc * kD), c);
-        turns.give();
-        hopper_ptx::wgmma_wait<0>();
-        hopper_ptx::fence_operands(s);
-        release(empty_k, 0);
-        softmax(0);
-        to_p();
-      }
-      for (index_t j = 1; j < J; ++j) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
-        hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
-        turns.take();
-        issue_qk<E, kD, Br>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
-        rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
-        hopper_ptx::mbarrier_wait(full_v + stage(j - 1), parity(j - 1));
-        hopper_ptx::fence_operands(p);
-        issue_pv<E, kD>(o, p, Vt.plus(stage(j - 1) * Bc * kD));
-        turns.give();
-        hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
-        hopper_ptx::fence_operands(s);
-        release(empty_k, j);
-        softmax(j);
-        hopper_ptx::wgmma_wait<0>();
-        hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
-        release(empty_v, j - 1);
-        to_p();
-      }
-      if (J > 0) release_q();  // every S of the item is in
-      if (J > 0) {             // O += P_{J-1} V_{J-1}
-        rescale();
-        hopper_ptx::mbarrier_wait(full_v + stage(J - 1), parity(J - 1));
-        turns.take();
-        hopper_ptx::fence_operands(p);
-        issue_pv<E, kD>(o, p, Vt.plus(stage(J - 1) * Bc * kD));
-        turns.give();
-        hopper_ptx::wgmma_wait<0>();
-        hopper_ptx::fence_operands(o);
-        release(empty_v, J - 1);
-      }
-    } else {
-      for (index_t j = 0; j < J; ++j) {  // S_j, softmax, O += P_j V_j, one after the other
-        hopper_ptx::mbarrier_wait(full_k + stage(j), parity(j));
-        turns.take();
-        issue_qk<E, kD, Br>(s, Qk, Kk.plus(stage(j) * Bc * kD), c);
-        turns.give();
-        hopper_ptx::wgmma_wait<0>();
-        hopper_ptx::fence_operands(s);
-        release(empty_k, j);
-        softmax(j);
-        rescale();
-        to_p();
-        hopper_ptx::mbarrier_wait(full_v + stage(j), parity(j));
-        turns.take();
-        hopper_ptx::fence_operands(p);
-        issue_pv<E, kD>(o, p, Vt.plus(stage(j) * Bc * kD));
-        turns.give();
-        hopper_ptx::wgmma_wait<0>();
-        hopper_ptx::fence_operands(o);
-        release(empty_v, j);
-      }
-      if (J > 0) release_q();
-    }
 
+  // Work item x: query tile i of a head, J key tiles (the first F unmasked). Its tile j is the
+  // block's tile u0 + j: stage (u0 + j) % kStages, in that stage's use (u0 + j) / kStages, the
+  // phase of full_k / full_v it waits for; its Q tile the block's qn-th, in buffer qn % kQBuffers.
+  struct Item {
+    index_t i, head, J, F, u0;
+    int qn;
+  };
+  int k = start;                   // the block's next entry in its list
+  index_t u_next = 0;              // the K_j, V_j tiles of the block's earlier items
+  int q_next = 0;                  // the Q tiles of its earlier items (those that saw a key)
+  auto take_item = [&](Item& x) {  // entry k's item, if any
+    const int wi = item_at(k);
+    if (wi < 0) return false;
+    ++k;
+    const FwdItem it = item(wi);
+    const index_t J = computed_key_tiles(a.tiling, a.mask, it.i);
+    x = {it.i, it.head, J, full_key_tiles(a.tiling, a.mask, it.i), u_next, q_next};
+    if (J > 0) u_next += J, ++q_next;
+    return true;
+  };
+  auto stage = [&](const Item& x, index_t j) { return int((x.u0 + j) % kStages); };
+  auto parity = [&](const Item& x, index_t j) { return unsigned(((x.u0 + j) / kStages) & 1); };
+  auto release = [&](std::uint64_t* empty, const Item& x, index_t j) {  // done with its K or V
+    __syncwarp();
+    if (lane == 0) hopper_ptx::mbarrier_arrive(empty + stage(x, j));
+  };
+  auto release_q = [&](const Item& x) {  // every S of the item is in: its Q buffer free
+    if constexpr (kPersistent) {
+      __syncwarp();
+      if (lane == 0) hopper_ptx::mbarrier_arrive(empty_q + x.qn % kQBuffers);
+    }
+  };
+  auto wait_q = [&](const Item& x) {
+    hopper_ptx::mbarrier_wait(full_q + x.qn % kQBuffers, unsigned((x.qn / kQBuffers) & 1));
+  };
+  auto wait_k = [&](const Item& x, index_t j) {
+    hopper_ptx::mbarrier_wait(full_k + stage(x, j), parity(x, j));
+  };
+  auto wait_v = [&](const Item& x, index_t j) {
+    hopper_ptx::mbarrier_wait(full_v + stage(x, j), parity(x, j));
+  };
+
+  float o[kD / 8][4] = {};
+  float s[Bc / 8][4];
+  std::uint32_t p[Bc / 16][4];
+  float m_old[2], alpha[2] = {1.0f, 1.0f};
+  bool moved = false;
+  auto issue_s = [&](const Item& x, index_t j) {  // S = Q_i K_j^T
+    issue_qk<E, kD, Br>(s, Q0.plus((x.qn % kQBuffers) * Br * kD), Kk.plus(stage(x, j) * Bc * kD),
+                        c);
+  };
+  auto issue_o = [&](const Item& x, index_t j) {  // O += P_j V_j
+    hopper_ptx::fence_operands(p);
+    issue_pv<E, kD>(o, p, Vt.plus(stage(x, j) * Bc * kD));
+  };
+  auto softmax = [&](const Item& x, index_t j, FragmentRows& rows) {  // S -> P, then the trace
+    if (j >= x.F || (j + 1) * Bc > a.n_keys)
+      mask_fragment<Bc>(s, a.mask, x.i * Br + row, j * Bc, a.n_keys);
+    moved = softmax_fragment<Bc>(s, rows, a.scale2, m_old, alpha);
+    if (kTrace && x.head == 0) {  // the trace is head 0's, as on every rung
+      record_tile(a.trace, a.tiling, x.i, j, row, m_old, rows, alpha);
+      if (threadIdx.x == 128) a.trace.computed[x.i * a.tiling.Tc() + j] = 1;
+    }
+  };
+  auto rescale = [&] {
+    if (__any_sync(0xffffffffu, moved)) rescale_fragment<kD>(o, alpha);
+  };
+  auto to_p = [&] {
+#pragma unroll
+    for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
+  };
+  // O_i = O / l and L_i = m2 ln 2 + log l of the lane's rows, from registers to global memory
+  // (finish_rows sums l over the row's lanes in place; O = 0, L = -inf for a row that saw no key).
+  auto store_rows = [&](const Item& x, FragmentRows& rows) {
     float inv[2];
-    finish_rows(st, inv);  // O = O / l, L = m2 ln 2 + log l
-    E* O = a.O + head * a.n * kD;
+    finish_rows(rows, inv);
+    E* O = a.O + x.head * a.n * kD;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const index_t q = q0 + row + 8 * r;
+      const index_t q = x.i * Br + row + 8 * r;
       if (q >= a.n) continue;
-      if (t == 0) a.L[head * a.n + q] = finalize2(st.m2[r], st.l[r]);
-      if (kTrace && head == 0 && t == 0) {
-        a.trace.final_m[q] = st.m2[r] * 0.69314718055994531f;
-        a.trace.final_l[q] = st.l[r];
+      if (t == 0) a.L[x.head * a.n + q] = finalize2(rows.m2[r], rows.l[r]);
+      if (kTrace && x.head == 0 && t == 0) {
+        a.trace.final_m[q] = rows.m2[r] * 0.69314718055994531f;
+        a.trace.final_l[q] = rows.l[r];
       }
       // Row q's columns 8 nb + 2 t and + 1 are o[nb][2 r] and o[nb][2 r + 1] (C fragment layout).
 #pragma unroll
@@ -486,7 +454,135 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
             ptx::pack2<E>(o[nb][2 * r] * inv[r], o[nb][2 * r + 1] * inv[r]);
     }
-    if (J > 0) u0 += J, ++qn;
+  };
+  auto clear_o = [&] {
+#pragma unroll
+    for (int nb = 0; nb < kD / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[nb][e] = 0.0f;
+  };
+  // An item that sees no key: O = 0, L = -inf, without waiting (the producer skips it).
+  auto store_empty = [&](const Item& x) {
+    FragmentRows none;
+    store_rows(x, none);
+  };
+
+  if constexpr (kOverlap) {
+    // The block's items as one stream of key tiles. Within an item, S_j = Q K_j^T is issued with
+    // O += P_{j-1} V_{j-1}, and the softmax of S_j runs while that product is on the tensor
+    // cores; across items (the persistent grid), the next item's S_0 is issued with this item's
+    // last P V, and its softmax runs under it: only the store of O is left between items.
+    // Batches of GEMMs a warpgroup issues per item (ping-pong's turns, the ordinary grid's one
+    // item): S_0, then one per later tile, then the last P V: J + 1.
+    // Each path is straight-line from its issues to its waits: with an issue or a wait under a
+    // condition, ptxas serialized every wgmma of the kernel (C7514; measured 0.7x).
+    Item cur;
+    bool have = take_item(cur);
+    for (; have && cur.J == 0; have = take_item(cur)) store_empty(cur);
+    if (!have) return;  // (no item that sees a key)
+    Turns<kPingPong> turns{c, int(cur.J + 1)};
+    turns.start();
+    FragmentRows st;
+    wait_q(cur);
+    wait_k(cur, 0);
+    turns.take();
+    issue_s(cur, 0);
+    turns.give();
+    hopper_ptx::wgmma_wait<0>();
+    hopper_ptx::fence_operands(s);
+    release(empty_k, cur, 0);
+    softmax(cur, 0, st);
+    to_p();
+    for (index_t j = 1;;) {
+      if (j < cur.J) {  // S_j with O += P_{j-1} V_{j-1}, then softmax(S_j)
+        wait_k(cur, j);
+        turns.take();
+        issue_s(cur, j);
+        rescale();  // O (done: P_{j-2} V_{j-2} was waited for) to tile j - 1's max
+        wait_v(cur, j - 1);
+        issue_o(cur, j - 1);
+        turns.give();
+        hopper_ptx::wgmma_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still run
+        hopper_ptx::fence_operands(s);
+        release(empty_k, cur, j);
+        softmax(cur, j, st);
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
+        release(empty_v, cur, j - 1);
+        to_p();
+        ++j;
+        continue;
+      }
+      release_q(cur);
+      Item nxt;
+      bool more = take_item(nxt);
+      for (; more && nxt.J == 0; more = take_item(nxt)) store_empty(nxt);
+      if (!more) {  // the block's last item: its last O += P V alone
+        rescale();
+        wait_v(cur, cur.J - 1);
+        turns.take();
+        issue_o(cur, cur.J - 1);
+        turns.give();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
+        release(empty_v, cur, cur.J - 1);
+        store_rows(cur, st);
+        return;
+      }
+      FragmentRows st_next;  // (the persistent grid only: no turns here)
+      wait_q(nxt);
+      wait_k(nxt, 0);
+      issue_s(nxt, 0);  // the next item's S_0 ...
+      rescale();
+      wait_v(cur, cur.J - 1);
+      issue_o(cur, cur.J - 1);  // ... beside this one's last O += P V
+      hopper_ptx::wgmma_wait<1>();
+      hopper_ptx::fence_operands(s);
+      release(empty_k, nxt, 0);
+      softmax(nxt, 0, st_next);
+      hopper_ptx::wgmma_wait<0>();
+      hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
+      release(empty_v, cur, cur.J - 1);
+      store_rows(cur, st);
+      clear_o();
+      st = st_next, cur = nxt, j = 1;
+      to_p();
+    }
+  } else {
+    // Item by item: for each tile S_j, its softmax, then O += P_j V_j, one after the other.
+    Item x;
+    while (take_item(x)) {
+      if (x.J == 0) {
+        store_empty(x);
+        continue;
+      }
+      Turns<kPingPong> turns{c, int(2 * x.J)};  // S_j and P_j V_j apart for each tile
+      turns.start();
+      FragmentRows st;
+      wait_q(x);
+      for (index_t j = 0; j < x.J; ++j) {
+        wait_k(x, j);
+        turns.take();
+        issue_s(x, j);
+        turns.give();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(s);
+        release(empty_k, x, j);
+        softmax(x, j, st);
+        rescale();
+        to_p();
+        wait_v(x, j);
+        turns.take();
+        issue_o(x, j);
+        turns.give();
+        hopper_ptx::wgmma_wait<0>();
+        hopper_ptx::fence_operands(o);
+        release(empty_v, x, j);
+      }
+      release_q(x);
+      store_rows(x, st);
+      clear_o();
+    }
   }
 #else
   __trap();  // built for a GPU without sm_90a's instructions: the host refuses before launching
