@@ -389,7 +389,9 @@ TileSizes AttentionOptions::tiles(cuda::Pass pass) const {
     return fast::tiles_for(fast::Shape{1, 1, n, keys(), d},
                            pass == cuda::Pass::fwd ? fast::Pass::fwd : fast::Pass::bwd,
                            thread_count(*this), dtype == DType::fp32 ? 4 : 8);
-  const TileSizes t = fixed ? cuda::kernel_tiles(impl, d, pass) : TileSizes{Br, Bc};
+  const TileSizes t =
+      fixed ? cuda::problem_tiles(impl, n, keys(), d, params().mask_for(n, keys()), pass)
+            : TileSizes{Br, Bc};
   return {t.Br < n ? t.Br : n, t.Bc < keys() ? t.Bc : keys()};
 }
 

@@ -50,7 +50,8 @@ namespace {
 void require_rung_d(const AttentionOptions& o, cuda::Pass pass, index_t d) {
   const std::string why = refusal(o.impl, d, o.working(), pass);
   if (!why.empty()) throw Error(kUsage, why);
-  const TileSizes fixed = cuda::kernel_tiles(o.impl, o.d, pass);
+  const TileSizes fixed =
+      cuda::problem_tiles(o.impl, o.n, o.keys(), o.d, o.params().mask_for(o.n, o.keys()), pass);
   if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
     throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
 }
@@ -199,8 +200,9 @@ bench::Runner<T> gpu_runner(const bench::Case& c, Impl impl, bool deterministic,
                             const bench::Arrays<T>& a) {
   const cuda::Shape shape{c.b, c.h, c.n, c.m, c.d};
   auto tiles_for = [&](cuda::Pass pass) {
-    return impl == Impl::teaching ? cuda::default_tiles(c.d, sizeof(T))
-                                  : cuda::kernel_tiles(impl, c.d, pass);
+    return impl == Impl::teaching
+               ? cuda::default_tiles(c.d, sizeof(T))
+               : cuda::problem_tiles(impl, c.n, c.m, c.d, c.params().mask_for(c.n, c.m), pass);
   };
   const TileSizes fwd_tiles = tiles_for(cuda::Pass::fwd), bwd_tiles = tiles_for(cuda::Pass::bwd);
   const cuda::Pass pass = cuda_pass(c.pass);

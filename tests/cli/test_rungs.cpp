@@ -71,12 +71,18 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
       {b + "--impl mma --pass bwd", "--impl mma runs on tensor cores", 2},
       {b + "--impl mma --pass bwd --dtype bf16 --d 32", "not d = 32", 2},
       // hopper: the forward on sm_90's own instructions, bf16/fp16, d = 64 or 128, 192 x 128 tiles
-      // at d = 64 (three consumer warpgroups), 128 x 128 at d = 128
+      // at d = 64 (three consumer warpgroups) where they pay (problem_tiles), else 128 x 128
       {f + "--impl hopper --d 64", "--impl hopper runs on tensor cores: use --dtype bf16", 2},
       {f + "--impl hopper --dtype fp16", "--impl hopper is compiled for d = 64 and 128", 2},
-      {f + "--impl hopper --dtype bf16 --d 64 --block-q 64",
+      {f + "--impl hopper --dtype bf16 --d 64 --n 4096 --block-q 64",
        "--impl hopper computes fixed 192 x 128 tiles", 2},
+      // at the default n = 100, Br = 128: one tile of 192 computes 1.5x the rows of one of 128
+      {f + "--impl hopper --dtype bf16 --d 64 --block-q 64",
+       "--impl hopper computes fixed 128 x 128 tiles", 2},
       {f + "--impl hopper --dtype bf16 --d 128 --block-k 64",
+       "--impl hopper computes fixed 128 x 128 tiles", 2},
+      // at d = 64, n = 1024 causal, Br = 128: 192's padding would cost more (problem_tiles)
+      {f + "--impl hopper --dtype bf16 --d 64 --n 1024 --causal --block-q 64",
        "--impl hopper computes fixed 128 x 128 tiles", 2},
       {"backward --device cuda --impl hopper --d 64",
        "--impl hopper runs on tensor cores: use --dtype bf16", 2},

@@ -120,7 +120,8 @@ void check_rung(Impl impl, Precision prec, const RungCase& c, const AttnParams& 
   for (auto* x : {&in.Q, &in.K, &in.V, &in.dO}) *x = rounded(*x, prec);
   const index_t H = c.b * c.h;
   std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n)), L_lo(L.size(), 1.0f);
-  cuda::forward<float>({c.b, c.h, c.n, c.m, c.d}, p, cuda::kernel_tiles(impl, c.d),
+  cuda::forward<float>({c.b, c.h, c.n, c.m, c.d}, p,
+                       cuda::problem_tiles(impl, c.n, c.m, c.d, p.mask_for(c.n, c.m)),
                        Variant{prec, Mistake::none}, impl, in.Q.data(), in.K.data(), in.V.data(),
                        O.data(), L.data(), L_lo.data());
   for (float lo : L_lo) CHECK(lo == 0.0f);
@@ -148,8 +149,8 @@ RungGradients rung_gradients(Impl impl, Precision prec, const RungCase& c, const
       std::vector<float>(in.Q.size()), std::vector<float>(in.K.size()),
       std::vector<float>(in.K.size()), std::vector<float>(std::size_t(s.heads() * c.n))};
   const Variant v{prec, Mistake::none};
-  cuda::forward<float>(s, p, cuda::kernel_tiles(impl, c.d), v, impl, in.Q.data(), in.K.data(),
-                       in.V.data(), g.O.data(), g.L.data());
+  cuda::forward<float>(s, p, cuda::problem_tiles(impl, c.n, c.m, c.d, p.mask_for(c.n, c.m)), v,
+                       impl, in.Q.data(), in.K.data(), in.V.data(), g.O.data(), g.L.data());
   cuda::backward<float>(s, p, cuda::kernel_tiles(impl, c.d, cuda::Pass::bwd), v, impl,
                         deterministic, in.Q.data(), in.K.data(), in.V.data(), g.O.data(),
                         g.L.data(), nullptr, in.dO.data(), g.dQ.data(), g.dK.data(), g.dV.data(),
@@ -386,35 +387,43 @@ TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
   }
 }
 
+// Two shapes: at d = 64 hopper's Br is 192 on the first (150 x 100) and 128 on the second
+// (256 x 256 causal: 192 would compute twice the tile products; problem_tiles), so both of its
+// traced kernels at d = 64 are compared.
 TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile math)") {
-  for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper})
-    for (index_t d : {64, 128})
-      for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
-        const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
-        const Case c{1, 2, 150, 100, d, 64, 64};  // two heads: the trace is head 0's alone
-        const Heads<float> in = random_heads<float>(c, 5);
-        const AttnParams p{true, align, {}};
-        const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
-                                 v = rounded(in.V, prec);
-        const Mat<float> Q = head(q, 0, 150, d), K = head(k, 0, 100, d), V = head(v, 0, 100, d);
-        Flatten cpu, gpu;
-        flash_forward(Q, K, V, p, cuda::kernel_tiles(impl, d), &cpu, Variant{prec, Mistake::none});
-        std::vector<float> O(q.size()), L(300);
-        cuda::KernelTrace trace;
-        cuda::forward<float>({1, 2, 150, 100, d}, p, cuda::kernel_tiles(impl, d),
-                             Variant{prec, Mistake::none}, impl, q.data(), k.data(), v.data(),
-                             O.data(), L.data(), nullptr, &trace);
-        cuda::replay(trace, p.mask_for(150, 100), std::vector<double>(L.begin(), L.begin() + 150),
-                     gpu);
-        INFO(impl_name(impl) << " d " << d << " align " << int(align));
-        REQUIRE(cpu.v.size() == gpu.v.size());
-        int off = 0;
-        for (std::size_t x = 0; x < cpu.v.size(); ++x)  // sums in another order: fp32 rounding
-          if (!(abs_error(gpu.v[x], cpu.v[x]) <= 2e-5 * std::max(1.0, std::abs(cpu.v[x]))) &&
-              ++off <= 5)
-            MESSAGE("value " << x << ": gpu " << gpu.v[x] << ", cpu " << cpu.v[x]);
-        CHECK(off == 0);
-      }
+  struct Size {
+    index_t n, m;
+  };
+  for (Size z : {Size{150, 100}, Size{256, 256}})
+    for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper})
+      for (index_t d : {64, 128})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
+          const Case c{1, 2, z.n, z.m, d, 64, 64};  // two heads: the trace is head 0's alone
+          const Heads<float> in = random_heads<float>(c, 5);
+          const AttnParams p{true, align, {}};
+          const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
+                                   v = rounded(in.V, prec);
+          const Mat<float> Q = head(q, 0, z.n, d), K = head(k, 0, z.m, d), V = head(v, 0, z.m, d);
+          const TileSizes tiles = cuda::problem_tiles(impl, z.n, z.m, d, p.mask_for(z.n, z.m));
+          Flatten cpu, gpu;
+          flash_forward(Q, K, V, p, tiles, &cpu, Variant{prec, Mistake::none});
+          std::vector<float> O(q.size()), L(std::size_t(2 * z.n));
+          cuda::KernelTrace trace;
+          cuda::forward<float>({1, 2, z.n, z.m, d}, p, tiles, Variant{prec, Mistake::none}, impl,
+                               q.data(), k.data(), v.data(), O.data(), L.data(), nullptr, &trace);
+          cuda::replay(trace, p.mask_for(z.n, z.m), std::vector<double>(L.begin(), L.begin() + z.n),
+                       gpu);
+          INFO(impl_name(impl) << " n " << z.n << " m " << z.m << " d " << d << " align "
+                               << int(align) << " Br " << tiles.Br);
+          REQUIRE(cpu.v.size() == gpu.v.size());
+          int off = 0;
+          for (std::size_t x = 0; x < cpu.v.size(); ++x)  // sums in another order: fp32 rounding
+            if (!(abs_error(gpu.v[x], cpu.v[x]) <= 2e-5 * std::max(1.0, std::abs(cpu.v[x]))) &&
+                ++off <= 5)
+              MESSAGE("value " << x << ": gpu " << gpu.v[x] << ", cpu " << cpu.v[x]);
+          CHECK(off == 0);
+        }
 }
 
 TEST_CASE("deterministic mode is bit-reproducible") {
@@ -737,13 +746,16 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
                                                    head(in.V, h, c.m, c.d), Mat<float>(), p},
                               Precision::bf16);
       // ladder --steps' settings, and at d = 64 the three consumer warpgroups (Br = 192, the
-      // rung's there) on each grid, with the overlap and without
+      // rung's there but on short causal rows) on each grid, with the overlap and without, and
+      // two on the persistent grid (the rung's on short causal rows)
       std::vector<cuda::HopperFwdSteps> settings;
       for (cuda::HopperStep step : cuda::hopper_steps(cuda::Pass::fwd, c.d, Precision::bf16))
         settings.push_back(cuda::hopper_fwd_setting(step));
-      if (c.d == 64)
+      if (c.d == 64) {
         for (int persistent : {0, 1})
           for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, 3});
+        settings.push_back({0, 0, 1, 2});  // two on the persistent grid: short causal rows' choice
+      }
       for (const cuda::HopperFwdSteps& setting : settings) {
         INFO("n " << c.n << " d " << c.d << " causal " << causal << " ping_pong "
                   << setting.ping_pong << " overlap " << setting.overlap << " persistent "

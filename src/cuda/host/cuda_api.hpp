@@ -64,11 +64,36 @@ enum class Pass { fwd, bwd };
 // consumer warpgroups, and 128 x 128 at d = 128; its backward 128 x 128 at d = 64 and 64 x 128 at
 // d = 128; mma's forward 128 x 64, its backward and the others 64 x 64),
 // then capped at n and m as the CPU's are. Each rung's header checks its kernel's tiles against
-// this (static_assert).
+// this (static_assert). On a given problem: problem_tiles, below.
 constexpr TileSizes kernel_tiles(Impl impl, index_t d, Pass pass = Pass::fwd) {
   if (impl == Impl::hopper && pass == Pass::bwd) return TileSizes{d == 64 ? 128 : 64, 128};
   if (impl == Impl::hopper) return TileSizes{d == 64 ? 192 : 128, 128};
   return impl == Impl::mma && pass == Pass::fwd ? TileSizes{128, 64} : TileSizes{64, 64};
+}
+
+// How much faster three consumer warpgroups (hopper's forward, Br = 192) compute a 128 x 128 tile
+// product than two (Br = 128) at d = 64, both on the grid the rung picks: measured on the H200
+// (docs/gpu-ladder.md) 1.16x to 1.21x at n = 16384 and 1.24x at n = 1024; taken as 1.2.
+inline constexpr double kHopperThreeConsumerGain = 1.2;
+
+// The tiles rung `impl` computes on a problem of n queries and m keys under `mask`: its
+// kernel_tiles, but for hopper's forward at d = 64, Br = 192 only where it pays. Its rows are
+// padded to whole tiles of 192 and its causal rows cross the diagonal in steps of 192, so it may
+// compute more tile products than Br = 128 (counted here: rows x key tiles computed, padding
+// included): at n = m = 1024, 1.13x not causal and 1.33x causal. Br = 192 where that ratio is at
+// most the three consumers' gain, else 128 (two consumer warpgroups).
+inline TileSizes problem_tiles(Impl impl, index_t n, index_t m, index_t d, const Mask& mask,
+                               Pass pass = Pass::fwd) {
+  const TileSizes t = kernel_tiles(impl, d, pass);
+  if (impl != Impl::hopper || pass != Pass::fwd || t.Br != 192) return t;
+  auto work = [&](index_t Br) {  // query rows computed x their key tiles
+    const Tiling tiling{n, m, Br, t.Bc};
+    double rows = 0.0;
+    for (index_t i = 0; i < tiling.Tr(); ++i)
+      rows += double(Br) * double(computed_key_tiles(tiling, mask, i));
+    return rows;
+  };
+  return work(192) <= kHopperThreeConsumerGain * work(128) ? t : TileSizes{128, t.Bc};
 }
 
 // What a rung accepts, or why not: the reason (for the caller to say in its own words) and the

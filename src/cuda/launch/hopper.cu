@@ -149,18 +149,17 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
-  if (steps.consumers < 0) steps.consumers = Defaults::consumers;
+  if (steps.consumers < 0) steps.consumers = int(p.tiling.Br / 64);  // (problem_tiles' Br)
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
     steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
   const bool three = steps.consumers == 3;
   if (p.tiling.Br != 64 * steps.consumers || (three && (kD != 64 || steps.ping_pong)) ||
-      (steps.consumers != 2 && !three) ||
-      (a.trace.computed && steps.consumers != Defaults::consumers))
+      (steps.consumers != 2 && !three))
     throw CudaError(
         "hopper's forward runs 2 consumer warpgroups at Br = 128, or 3 at d = 64, "
-        "Br = 192, without ping-pong (traced: the rung's own); not " +
+        "Br = 192, without ping-pong; not " +
         std::to_string(steps.consumers) + " at d = " + std::to_string(kD) +
         ", Br = " + std::to_string(p.tiling.Br));
   if (steps.persistent == 1) {  // one block an SM over the (i, head) items
@@ -172,14 +171,17 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     });
     grid = dim3(unsigned(blocks));
   }
-  if (a.trace.computed)  // the tracing kernel: the rung's own steps
-    return ForwardLaunch<E, kD, Defaults::consumers>{p}
-        .template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
   if constexpr (kD == 64)
-    if (three)
-      return ForwardLaunch<E, kD, 3>{p}.plain(a, grid, steps.overlap, steps.persistent == 1);
+    if (three) {
+      const ForwardLaunch<E, kD, 3> three_wg{p};
+      if (a.trace.computed)  // the tracing kernel: the rung's own steps
+        return three_wg.template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
+      return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1);
+    }
   const ForwardLaunch<E, kD, 2> two{p};
-  if (steps.ping_pong && steps.overlap)
+  if (a.trace.computed)
+    two.template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
+  else if (steps.ping_pong && steps.overlap)
     two.template go<true, true, false, false>(a, grid);
   else if (steps.ping_pong)
     two.template go<true, false, false, false>(a, grid);

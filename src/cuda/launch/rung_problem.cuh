@@ -63,8 +63,8 @@ template <class E>
 HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, index_t Br);
 
 // One rung's problem on the device: Q, K, V uploaded once in E, O and L allocated (and for
-// hopper, its tensor maps of Q, K, V). Br, when given: another query tile than the rung's
-// (hopper's forward with three consumer warpgroups, Br = 192, timed as a step).
+// hopper, its tensor maps of Q, K, V), on the rung's tiles (problem_tiles). Br, when given:
+// another query tile (hopper's forward with two or three consumer warpgroups, timed as a step).
 template <class E>
 struct DeviceProblem {
   Shape s;
@@ -83,7 +83,7 @@ struct DeviceProblem {
                 const T* v, bool traced, index_t Br = 0)
       : s(shape),
         impl(rung),
-        tiling{s.n, s.m, Br > 0 ? Br : kernel_tiles(rung, s.d).Br, kernel_tiles(rung, s.d).Bc},
+        tiling{s.n, s.m, Br > 0 ? Br : tiles_of(params).Br, tiles_of(params).Bc},
         mask(params.mask_for(s.n, s.m)),
         scale(float(params.scale_for(s.d))),
         scale2(scale * kLog2e),
@@ -94,6 +94,11 @@ struct DeviceProblem {
         L(std::size_t(s.heads() * s.n)),
         trace(tiling, traced),
         maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr, tiling.Br)) {}
+
+  // The rung's tiles on this problem (problem_tiles: hopper's Br at d = 64 by the shape).
+  TileSizes tiles_of(const AttnParams& params) const {
+    return problem_tiles(impl, s.n, s.m, s.d, params.mask_for(s.n, s.m));
+  }
 
   template <class T>
   static std::vector<E> converted(const T* x, index_t count) {

@@ -95,7 +95,9 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // the persistent loop's steady state at d = 64 is slower and hides little).
 // The consumer warpgroups: three at d = 64 (Br = 192; 498 against 429 TFLOP/s at n = 16384, causal
 // 491 against 429, on the ordinary grid without the overlap, which costs 13 % with three), two
-// at d = 128 (three do not fit its registers: HopperFits).
+// at d = 128 (three do not fit its registers: HopperFits). On a problem whose rows Br = 192 pads
+// more than three consumers gain, two at d = 64 too (problem_tiles, cuda_api.hpp): the launch
+// takes the consumers from the problem's Br.
 template <int kD>
 struct HopperDefaults {
   static constexpr bool ping_pong = false, overlap = kD == 128;
