@@ -46,12 +46,14 @@ BackwardResult<T> fast_backward(const AttentionOptions& o, const Inputs<T>& in,
 
 namespace {
 
-// The rung's rule for d, and its fixed tiles against --block-q, --block-k.
-void require_rung_d(const AttentionOptions& o, cuda::Pass pass, index_t d) {
+// The rung's rule for d, and, once the shape is known (the files read), its tiles on the problem
+// against --block-q, --block-k.
+void require_rung_d(const AttentionOptions& o, cuda::Pass pass, index_t d, bool shape_known) {
   const std::string why = refusal(o.impl, d, o.working(), pass);
   if (!why.empty()) throw Error(kUsage, why);
+  if (!shape_known) return;
   const TileSizes fixed =
-      cuda::problem_tiles(o.impl, o.n, o.keys(), o.d, o.params().mask_for(o.n, o.keys()), pass);
+      cuda::problem_tiles(o.impl, o.n, o.keys(), d, o.params().mask_for(o.n, o.keys()), pass);
   if ((o.br_given && o.Br != fixed.Br) || (o.bc_given && o.Bc != fixed.Bc))
     throw Error(kUsage, ui::tr(ui::Msg::err_rung_tiles, impl_name(o.impl), fixed.Br, fixed.Bc));
 }
@@ -89,7 +91,7 @@ void require_device(const AttentionOptions& o, Subcommand which) {
   if (o.impl != Impl::teaching) {
     const cuda::Pass pass = pass_of(which);
     // (a rung without a backward is refused first, for any d: no case would run)
-    require_rung_d(o, pass, d_known ? o.d : 64);
+    require_rung_d(o, pass, d_known ? o.d : 64, d_known);
     if (pass == cuda::Pass::bwd && o.trace >= ui::TraceLevel::tiles)
       throw Error(kUsage,
                   ui::tr(ui::Msg::err_rung_trace_backward,
@@ -100,7 +102,7 @@ void require_device(const AttentionOptions& o, Subcommand which) {
 
 void require_device_d(const AttentionOptions& o, Subcommand which) {
   if (o.device != Device::cuda || o.impl == Impl::teaching) return;  // (its GPU: asked already)
-  require_rung_d(o, pass_of(which), o.d);
+  require_rung_d(o, pass_of(which), o.d, true);
   require_gpu();
 }
 
