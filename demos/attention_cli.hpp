@@ -73,9 +73,9 @@ struct AttentionOptions : ProblemShape {  // one head: n, m (0: n), d, causal
   AttnParams params() const { return AttnParams{causal, align, scale}; }
   // The tiles a pass uses: --block-q, --block-k (or the lecture's), except that the fast path
   // chooses its own from the machine's cache (fast::tiles_for) unless they were given, and the
-  // GPU rungs simt, tc, mma compute their fixed tiles (cuda::kernel_tiles, per pass: mma's
-  // forward and backward differ; other tiles given are refused); a tile larger than the problem
-  // is the problem's size.
+  // GPU rungs simt, tc, mma, hopper compute their fixed tiles (cuda::problem_tiles, per pass:
+  // mma's forward and backward differ, hopper's forward Br at d = 64 by the shape; other tiles
+  // given are refused); a tile larger than the problem is the problem's size.
   TileSizes tiles(cuda::Pass pass = cuda::Pass::fwd) const;
   Tiling tiling(cuda::Pass pass = cuda::Pass::fwd) const {
     const TileSizes t = tiles(pass);

@@ -46,7 +46,7 @@ void require_gpu();
 
 // How `bench` and `ladder` run a GPU rung on a case: cuda::forward, cuda::backward (teaching,
 // mma), cuda::time_kernels, each with the rung's tiles for its pass (teaching: default_tiles;
-// simt, tc, mma: cuda::kernel_tiles).
+// simt, tc, mma, hopper: cuda::problem_tiles).
 template <class T>
 bench::Runner<T> gpu_runner(const bench::Case& c, Impl impl, bool deterministic,
                             const bench::Arrays<T>& a);

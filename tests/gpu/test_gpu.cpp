@@ -370,10 +370,11 @@ TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
     const Case c{1, 2, 90, 20, 64, 64, 64};  // bottom-right, n > m: rows 0 .. 69 see no key
     const Heads<float> in = random_heads<float>(c, 3);
     std::vector<float> O(in.Q.size()), L(180);
-    cuda::forward<float>({1, 2, 90, 20, 64}, AttnParams{true, CausalAlign::bottom_right, {}},
-                         cuda::kernel_tiles(impl, 64), Variant{prec, Mistake::none}, impl,
-                         rounded(in.Q, prec).data(), rounded(in.K, prec).data(),
-                         rounded(in.V, prec).data(), O.data(), L.data());
+    cuda::forward<float>(
+        {1, 2, 90, 20, 64}, AttnParams{true, CausalAlign::bottom_right, {}},
+        cuda::problem_tiles(impl, 90, 20, 64, Mask{true, CausalAlign::bottom_right, 90, 20}),
+        Variant{prec, Mistake::none}, impl, rounded(in.Q, prec).data(), rounded(in.K, prec).data(),
+        rounded(in.V, prec).data(), O.data(), L.data());
     for (index_t h = 0; h < 2; ++h)
       for (index_t q = 0; q < 90; ++q) {
         INFO(impl_name(impl) << " head " << h << " row " << q);
@@ -662,7 +663,9 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
         const std::vector<float> q = rounded(in.Q, prec), k = rounded(in.K, prec),
                                  v = rounded(in.V, prec);
         const TileSizes tiles =
-            impl == Impl::teaching ? cuda::default_tiles(d, 4) : cuda::kernel_tiles(impl, d);
+            impl == Impl::teaching
+                ? cuda::default_tiles(d, 4)
+                : cuda::problem_tiles(impl, n, n, d, AttnParams{causal, {}, {}}.mask_for(n, n));
         auto t = cuda::time_kernels<float>({b, h, n, n, d}, AttnParams{causal, {}, {}}, tiles,
                                            Variant{prec, Mistake::none}, impl, cuda::Pass::fwd,
                                            false, q.data(), k.data(), v.data(), q.data(), 2,
@@ -755,6 +758,7 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         for (int persistent : {0, 1})
           for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, 3});
         settings.push_back({0, 0, 1, 2});  // two on the persistent grid: short causal rows' choice
+        settings.push_back({0, 1, 1, 2});  // and with the overlap (its stream across items)
       }
       for (const cuda::HopperFwdSteps& setting : settings) {
         INFO("n " << c.n << " d " << c.d << " causal " << causal << " ping_pong "

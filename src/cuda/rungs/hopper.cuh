@@ -437,7 +437,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   };
   // O_i = O / l and L_i = m2 ln 2 + log l of the lane's rows, from registers to global memory
   // (finish_rows sums l over the row's lanes in place; O = 0, L = -inf for a row that saw no key).
-  auto store_rows = [&](const Item& x, FragmentRows& rows) {
+  auto store_rows = [&](const Item& x, FragmentRows& rows, const float(&acc)[kD / 8][4]) {
     float inv[2];
     finish_rows(rows, inv);
     E* O = a.O + x.head * a.n * kD;
@@ -450,11 +450,11 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         a.trace.final_m[q] = rows.m2[r] * 0.69314718055994531f;
         a.trace.final_l[q] = rows.l[r];
       }
-      // Row q's columns 8 nb + 2 t and + 1 are o[nb][2 r] and o[nb][2 r + 1] (C fragment layout).
+      // Row q's columns 8 nb + 2 t and + 1 are acc[nb][2 r] and [2 r + 1] (C fragment layout).
 #pragma unroll
       for (int nb = 0; nb < kD / 8; ++nb)
         *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
-            ptx::pack2<E>(o[nb][2 * r] * inv[r], o[nb][2 * r + 1] * inv[r]);
+            ptx::pack2<E>(acc[nb][2 * r] * inv[r], acc[nb][2 * r + 1] * inv[r]);
     }
   };
   auto clear_o = [&] {
@@ -463,10 +463,13 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[nb][e] = 0.0f;
   };
-  // An item that sees no key: O = 0, L = -inf, without waiting (the producer skips it).
+  // An item that sees no key: O = 0, L = -inf, without waiting (the producer skips it); from
+  // zeros of its own, not from o, which may hold the current item's sums (0 x -s is -0, 0 x inf
+  // NaN).
   auto store_empty = [&](const Item& x) {
     FragmentRows none;
-    store_rows(x, none);
+    const float zeros[kD / 8][4] = {};
+    store_rows(x, none, zeros);
   };
 
   if constexpr (kOverlap) {
@@ -528,7 +531,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         hopper_ptx::wgmma_wait<0>();
         hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
         release(empty_v, cur, cur.J - 1);
-        store_rows(cur, st);
+        store_rows(cur, st, o);
         return;
       }
       FragmentRows st_next;  // (the persistent grid only: no turns here)
@@ -545,7 +548,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
       hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
       release(empty_v, cur, cur.J - 1);
-      store_rows(cur, st);
+      store_rows(cur, st, o);
       clear_o();
       st = st_next, cur = nxt, j = 1;
       to_p();
@@ -582,7 +585,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         release(empty_v, x, j);
       }
       release_q(x);
-      store_rows(x, st);
+      store_rows(x, st, o);
       clear_o();
     }
   }
