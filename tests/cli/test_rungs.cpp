@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 
 #include "runner.hpp"
 
@@ -98,6 +99,18 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
     CHECK(r.out.empty());
     CHECK(lines(r.err).size() == 1);
     CHECK(has(r.err, x.names));
+  }
+  // With --q, hopper's tiles come from the files' shape (n = m = 1000, d = 64: Br = 192, or 128
+  // when causal: problem_tiles), checked once the files are read, before any GPU is asked for.
+  write_inputs(1000, 1000, 64);
+  for (const auto& [extra, tiles] :
+       {std::pair<std::string, std::string>{"", "192 x 128"},
+        std::pair<std::string, std::string>{" --causal", "128 x 128"}}) {
+    const Run r = run(f + "--impl hopper --dtype bf16 " + kQKV + extra + " --block-q 64");
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err).size() == 1);
+    CHECK(has(r.err, "--impl hopper computes fixed " + tiles + " tiles"));
   }
   // The same reasons in Chinese.
   const Run zh = run(f + "--impl mma --d 64 --lang zh");
