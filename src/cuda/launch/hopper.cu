@@ -130,6 +130,11 @@ struct ForwardLaunch {
     allow_smem(kernel, bytes);
     kernel<<<grid, hopper_threads(kConsumers), bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
   }
+  // The tracing kernel: the rung's own steps.
+  void traced(const HopperArgs<E>& a, dim3 grid) const {
+    using Defaults = HopperDefaults<kD>;
+    go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
+  }
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
   void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent) const {
     if (persistent)
@@ -174,13 +179,12 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   if constexpr (kD == 64)
     if (three) {
       const ForwardLaunch<E, kD, 3> three_wg{p};
-      if (a.trace.computed)  // the tracing kernel: the rung's own steps
-        return three_wg.template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
+      if (a.trace.computed) return three_wg.traced(a, grid);
       return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1);
     }
   const ForwardLaunch<E, kD, 2> two{p};
   if (a.trace.computed)
-    two.template go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
+    two.traced(a, grid);
   else if (steps.ping_pong && steps.overlap)
     two.template go<true, true, false, false>(a, grid);
   else if (steps.ping_pong)

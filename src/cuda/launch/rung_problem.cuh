@@ -83,7 +83,7 @@ struct DeviceProblem {
                 const T* v, bool traced, index_t Br = 0)
       : s(shape),
         impl(rung),
-        tiling{s.n, s.m, Br > 0 ? Br : tiles_of(params).Br, tiles_of(params).Bc},
+        tiling(tiling_of(params, Br)),
         mask(params.mask_for(s.n, s.m)),
         scale(float(params.scale_for(s.d))),
         scale2(scale * kLog2e),
@@ -95,9 +95,11 @@ struct DeviceProblem {
         trace(tiling, traced),
         maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr, tiling.Br)) {}
 
-  // The rung's tiles on this problem (problem_tiles: hopper's Br at d = 64 by the shape).
-  TileSizes tiles_of(const AttnParams& params) const {
-    return problem_tiles(impl, s.n, s.m, s.d, params.mask_for(s.n, s.m));
+  // The rung's tiling of this problem (problem_tiles: hopper's Br at d = 64 by the shape), or
+  // another query tile Br when given.
+  Tiling tiling_of(const AttnParams& params, index_t Br) const {
+    const TileSizes t = problem_tiles(impl, s.n, s.m, s.d, params.mask_for(s.n, s.m));
+    return Tiling{s.n, s.m, Br > 0 ? Br : t.Br, t.Bc};
   }
 
   template <class T>
