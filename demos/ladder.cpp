@@ -241,6 +241,7 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::fwd_both, "fwd_both", Msg::step_fwd_both},
     {cuda::HopperStep::fwd_three_consumers, "fwd_three_consumers", Msg::step_fwd_three_consumers},
     {cuda::HopperStep::fwd_persistent, "fwd_persistent", Msg::step_fwd_persistent},
+    {cuda::HopperStep::fwd_o_staged, "fwd_o_staged", Msg::step_fwd_o_staged},
     {cuda::HopperStep::bwd_atomics, "bwd_atomics", Msg::step_bwd_atomics},
     {cuda::HopperStep::bwd_none, "bwd_none", Msg::step_bwd_none},
     {cuda::HopperStep::bwd_p, "bwd_p", Msg::step_bwd_p},

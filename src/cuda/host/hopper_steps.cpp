@@ -1,7 +1,8 @@
 // hopper_steps.cpp — hopper's ideas as settings that can each be timed alone (rungs_api.hpp),
 // in a build with CUDA or without (there the timing functions say that CUDA is missing):
 //   forward    (ping-pong, overlap) in {0, 1}^2 with two consumer warpgroups, at d = 64 three
-//              (the rung's there), and the persistent grid                hopper.cuh
+//              (the rung's there), the persistent grid, O sent by TMA from shared
+//              memory rather than stored from registers (bf16)             hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
@@ -15,7 +16,7 @@ namespace {
 
 // One table of the settings: where each applies (the pass; d, 0 for any; whether only bf16 has
 // its kernel) and what it sets: the forward's HopperFwdSteps (ping-pong, overlap, persistent,
-// consumers), or the backward's
+// consumers, stage_o), or the backward's
 // HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Br, held,
 // staging; -1 the rung's default). rung_choice stands once per pass, with every switch at the
 // default.
@@ -35,6 +36,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::fwd_both, Pass::fwd, 0, false, {1, 1, 0, 2}, {}},
     {HopperStep::fwd_three_consumers, Pass::fwd, 64, false, {0, 0, 0, 3}, {}},
     {HopperStep::fwd_persistent, Pass::fwd, 0, false, {0, -1, 1}, {}},
+    {HopperStep::fwd_o_staged, Pass::fwd, 0, true, {0, -1, -1, -1, 1}, {}},
     {HopperStep::rung_choice, Pass::bwd, 0, false, {}, {}},
     {HopperStep::bwd_atomics, Pass::bwd, 0, false, {}, {false, -1, -1, -1}},
     {HopperStep::bwd_none, Pass::bwd, 0, true, {}, {true, -1, 0, -1}},

@@ -31,10 +31,12 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each; -1:
 // the rung's choice at d and the key tiles).
 // consumers: the consumer warpgroups, 2 (Br = 128) or 3 (Br = 192, d = 64 only; -1: the rung's
-// choice, 3 at d = 64).
+// choice, 3 at d = 64). stage_o: O stored from registers (0, the rung's) or sent from shared
+// memory by TMA (1; bf16 only, without ping-pong).
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
   int consumers = -1;
+  int stage_o = -1;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
@@ -68,7 +70,8 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 
 // hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
 // d, then its forward with overlap and ping-pong each on or off (two consumer warpgroups), three
-// consumer warpgroups (d = 64), the persistent grid, or its backward with dQ added by
+// consumer warpgroups (d = 64), the persistent grid, O sent by TMA from shared memory (bf16), or
+// its backward with dQ added by
 // atomics, the overlaps bit by bit, dQ staged without bank conflicts (spread), and, where the rung
 // has them, Br = 64 at d = 64 (the rung's is 128 there) with the variants only it has (the
 // pipeline across tiles, K_j and V_j held in registers, dQ cut by column halves), or the cut of dQ
@@ -82,6 +85,7 @@ enum class HopperStep {
   fwd_both,
   fwd_three_consumers,
   fwd_persistent,
+  fwd_o_staged,
   bwd_atomics,
   bwd_none,
   bwd_p,

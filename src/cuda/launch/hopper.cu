@@ -118,17 +118,18 @@ const int* device_schedule(std::unique_ptr<DeviceArray<int>>& held, int items, i
 
 // The forward's kernel of `consumers` consumer warpgroups (2; or 3 at d = 64, Br = 192) with its
 // shared memory, on the ordinary grid (Tr, heads) or the persistent one (blocks).
+// O leaves from registers (the rung's), or by TMA from its staging (kStageO; bf16 only: a step).
 template <class E, int kD, int kConsumers>
 struct ForwardLaunch {
   const DeviceProblem<E>& p;
-  template <bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent>
+  template <bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent, bool kStageO = false>
   void go(const HopperArgs<E>& a, dim3 grid) const {
     const auto kernel =
-        hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent, kConsumers>;
-    using Smem = HopperSmem<kD, (kPersistent ? 2 : 1), 64 * kConsumers>;
+        hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent, kConsumers, kStageO>;
+    using Smem = HopperSmem<kD, (kPersistent ? 2 : 1), 64 * kConsumers, kStageO>;
     constexpr std::size_t bytes = Smem::kBytes;
     allow_smem(kernel, bytes);
-    kernel<<<grid, hopper_threads(kConsumers), bytes>>>(p.maps.Q, p.maps.K, p.maps.V, a);
+    kernel<<<grid, hopper_threads(kConsumers), bytes>>>(p.maps.Q, p.maps.K, p.maps.V, p.maps.O, a);
   }
   // The tracing kernel: the rung's own steps.
   void traced(const HopperArgs<E>& a, dim3 grid) const {
@@ -136,7 +137,17 @@ struct ForwardLaunch {
     go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
   }
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
-  void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent) const {
+  void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o) const {
+    if (stage_o) {
+      if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+        if (persistent)
+          return overlap ? go<false, true, false, true, true>(a, grid)
+                         : go<false, false, false, true, true>(a, grid);
+        return overlap ? go<false, true, false, false, true>(a, grid)
+                       : go<false, false, false, false, true>(a, grid);
+      }
+      throw CudaError("hopper's forward sends O by TMA in bf16 only (a timed step)");
+    }
     if (persistent)
       return overlap ? go<false, true, false, true>(a, grid)
                      : go<false, false, false, true>(a, grid);
@@ -155,10 +166,13 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
   if (steps.consumers < 0) steps.consumers = int(p.tiling.Br / 64);  // (problem_tiles' Br)
+  if (steps.stage_o < 0) steps.stage_o = Defaults::stage_o;
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
     steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
+  if (steps.stage_o == 1 && (steps.ping_pong || a.trace.computed))
+    throw CudaError("hopper's forward sends O by TMA only without ping-pong and the trace");
   const bool three = steps.consumers == 3;
   if (p.tiling.Br != 64 * steps.consumers || (three && (kD != 64 || steps.ping_pong)) ||
       (steps.consumers != 2 && !three))
@@ -180,7 +194,7 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     if (three) {
       const ForwardLaunch<E, kD, 3> three_wg{p};
       if (a.trace.computed) return three_wg.traced(a, grid);
-      return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1);
+      return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o);
     }
   const ForwardLaunch<E, kD, 2> two{p};
   if (a.trace.computed)
@@ -190,7 +204,7 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   else if (steps.ping_pong)
     two.template go<true, false, false, false>(a, grid);
   else
-    two.plain(a, grid, steps.overlap, steps.persistent == 1);
+    two.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o);
 }
 
 // The bulk-reduce backward of cut C and overlaps O with dQ staged in the swizzled boxes, with or
@@ -367,9 +381,11 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
 
 }  // namespace
 
-// hopper's three tensor maps, made once with the problem (none for the other rungs).
+// hopper's tensor maps, made once with the problem (none for the other rungs): O in boxes of a
+// consumer warpgroup's 64 rows.
 template <class E>
-HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, index_t Br) {
+HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, const E* O,
+                       index_t Br) {
   if constexpr (std::is_same_v<E, float>) {
     return {};
   } else {
@@ -377,7 +393,7 @@ HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const 
     require_hopper();
     return {tensor_map(Q, s.heads(), s.n, s.d, int(Br)),
             tensor_map(K, s.heads(), s.m, s.d, kHopperBc),
-            tensor_map(V, s.heads(), s.m, s.d, kHopperBc)};
+            tensor_map(V, s.heads(), s.m, s.d, kHopperBc), tensor_map(O, s.heads(), s.n, s.d, 64)};
   }
 }
 
@@ -398,11 +414,11 @@ void launch_hopper_backward(const DeviceProblem<E>& p, BackwardArrays<E>& g, boo
 }
 
 template HopperMaps hopper_maps(Impl, const Shape&, const float*, const float*, const float*,
-                                index_t);
+                                const float*, index_t);
 template HopperMaps hopper_maps(Impl, const Shape&, const __nv_bfloat16*, const __nv_bfloat16*,
-                                const __nv_bfloat16*, index_t);
+                                const __nv_bfloat16*, const __nv_bfloat16*, index_t);
 template HopperMaps hopper_maps(Impl, const Shape&, const __half*, const __half*, const __half*,
-                                index_t);
+                                const __half*, index_t);
 template void launch_hopper(const DeviceProblem<__nv_bfloat16>&, HopperSteps);
 template void launch_hopper(const DeviceProblem<__half>&, HopperSteps);
 template void launch_hopper_backward(const DeviceProblem<__nv_bfloat16>&,

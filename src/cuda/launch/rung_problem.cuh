@@ -55,12 +55,14 @@ struct TraceBuffers {
   }
 };
 
-// hopper's three tensor maps, made once with the problem (none for the other rungs; hopper.cu).
+// hopper's tensor maps, made once with the problem: Q, K and V read, O written (none for the
+// other rungs; hopper.cu).
 struct HopperMaps {
-  CUtensorMap Q{}, K{}, V{};
+  CUtensorMap Q{}, K{}, V{}, O{};
 };
 template <class E>
-HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, index_t Br);
+HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, const E* O,
+                       index_t Br);
 
 // One rung's problem on the device: Q, K, V uploaded once in E, O and L allocated (and for
 // hopper, its tensor maps of Q, K, V), on the rung's tiles (problem_tiles). Br, when given:
@@ -93,7 +95,7 @@ struct DeviceProblem {
         O(std::size_t(s.heads() * s.n * s.d)),
         L(std::size_t(s.heads() * s.n)),
         trace(tiling, traced),
-        maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr, tiling.Br)) {}
+        maps(hopper_maps(rung, s, Q.ptr, K.ptr, V.ptr, O.ptr, tiling.Br)) {}
 
   // The rung's tiling of this problem (problem_tiles: hopper's Br at d = 64 by the shape), or
   // another query tile Br when given.
@@ -161,6 +163,7 @@ struct HopperSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;  // -1: HopperDefaults<d>
   int consumers = -1;  // consumer warpgroups: 3 (d = 64, Br = 192) or 2 (Br = 128), as the
                        // problem's tiling; -1: HopperDefaults<d>
+  int stage_o = -1;    // O from registers (0) or through shared memory and TMA (1, bf16 only)
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
   int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
 };

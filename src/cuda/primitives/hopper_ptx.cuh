@@ -112,6 +112,16 @@ __device__ inline void tma_reduce_add_3d(const CUtensorMap* map, int x, int y, i
       "r"(x), "r"(y), "r"(z), "r"(ptx::smem_address(src))
       : "memory");
 }
+// Writes the box at (x, y, z) of the tensor map from shared memory at src to global memory
+// (elements past the tensor are not written), as one bulk group: commit, then wait for its read
+// before src is written again, and for its end before the block exits.
+__device__ inline void tma_store_3d(const CUtensorMap* map, int x, int y, int z, const void* src) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"
+      " [%0, {%1, %2, %3}], [%4];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)),
+      "r"(x), "r"(y), "r"(z), "r"(ptx::smem_address(src))
+      : "memory");
+}
 __device__ inline void tma_reduce_add_4d(const CUtensorMap* map, int x, int y, int z, int w,
                                          const void* src) {
   asm volatile(

@@ -29,6 +29,10 @@
 // each, Br = 192, 512 threads, registers 24 / 160 (below): each K_j, V_j loaded serves 192 query
 // rows, not 128 (1.16x at n = 16384 on the H200, docs/gpu-ladder.md); at d = 128, O alone takes 64
 // of a consumer's registers and S, P 96 more, over 160.
+// With kStageO (a step, fwd_o_staged; not yet timed), each consumer warpgroup writes its 64 rows of
+// O into shared memory in the tensor map's swizzled boxes and one of its threads sends them by TMA
+// (cp.async.bulk.tensor, shared to global), so the next item's GEMMs need not wait behind the
+// stores to global memory; L still goes from registers.
 // Two overlaps, each a template switch so that its effect can be timed:
 //   kPingPong  the consumer warpgroups take turns at the tensor cores (named barriers 1, 2):
 //              meant to run one's softmax while the other's GEMMs do; measured, it costs 5 to
@@ -98,9 +102,12 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // at d = 128 (three do not fit its registers: HopperFits). On a problem whose rows Br = 192 pads
 // more than three consumers gain, two at d = 64 too (problem_tiles, cuda_api.hpp): the launch
 // takes the consumers from the problem's Br.
+// O leaves from registers; sending it by TMA from shared memory (stage_o, the step
+// fwd_o_staged) is built but not yet timed on a GPU (docs/gpu-ladder.md, "O through shared
+// memory").
 template <int kD>
 struct HopperDefaults {
-  static constexpr bool ping_pong = false, overlap = kD == 128;
+  static constexpr bool ping_pong = false, overlap = kD == 128, stage_o = false;
   static constexpr int consumers = kD == 64 ? 3 : 2;
   static constexpr bool persistent(index_t key_tiles) { return kD == 128 || key_tiles <= 8; }
 };
@@ -132,17 +139,22 @@ struct HopperArgs {
 // at d = 128 (197,704 bytes), + 16 KiB at d = 64.
 // With three consumer warpgroups (kBr = 192) Q takes 192 x d x 2 bytes (24 KiB at d = 64, a
 // multiple of 1024: the tiles after it stay swizzle-aligned).
-template <int kD, int kQBuffers = 1, int kBr = kHopperBr>
+// O staged for its TMA store (kStageO) takes Br x d x 2 bytes more, after V (a multiple of 1024):
+// the most, d = 128 on the persistent grid, 197,704 + 32,768 = 230,472 bytes (<= 232,448).
+template <int kD, int kQBuffers = 1, int kBr = kHopperBr, bool kStageO = false>
 struct HopperSmem {
   static constexpr int kTile = kHopperBc * kD * 2;                       // one K or V tile
   static constexpr int kQBarriers = kQBuffers == 1 ? 1 : 2 * kQBuffers;  // full_q (and empty_q)
   static constexpr int kQ = 0, kK = kQBuffers * kBr * kD * 2;
   static constexpr int kV = kK + kHopperStages * kTile;
-  static constexpr int kBarriers = kV + kHopperStages * kTile;
+  static constexpr int kO = kV + kHopperStages * kTile;  // O's staging: Br x d x 2 (kStageO)
+  static constexpr int kBarriers = kO + (kStageO ? kBr * kD * 2 : 0);
   static constexpr int kBytes =
       kBarriers + 8 * (kQBarriers + 4 * kHopperStages) + 1024;  // + alignment
 };
 static_assert(HopperSmem<128, 2>::kBytes <= int(kSmemOptIn), "two Q buffers at d = 128");
+static_assert(HopperSmem<128, 2, kHopperBr, true>::kBytes <= int(kSmemOptIn),
+              "two Q buffers and O's staging at d = 128");
 
 // The fp32 accumulators a consumer thread holds through the key loop: O, S and P's A fragments.
 constexpr int hopper_consumer_registers(int d) {
@@ -248,11 +260,12 @@ FD_HOST_DEVICE FwdItem forward_item(int w, int Tr, int heads, int blocks, bool c
 }
 
 template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false,
-          int kConsumers = 2>
+          int kConsumers = 2, bool kStageO = false>
 __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
-                          const __grid_constant__ CUtensorMap tmV, const HopperArgs<E> a) {
+                          const __grid_constant__ CUtensorMap tmV,
+                          const __grid_constant__ CUtensorMap tmO, const HopperArgs<E> a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kPersistent || (!kPingPong && !kTrace),
                 "the persistent grid: without ping-pong's turns and the trace");
@@ -260,7 +273,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
                 "three consumer warpgroups: d = 64, without ping-pong's turns");
   constexpr int kQBuffers = kPersistent ? 2 : 1;
   constexpr int Br = 64 * kConsumers, Bc = kHopperBc, kStages = kHopperStages;
-  using L = HopperSmem<kD, kQBuffers, Br>;
+  using L = HopperSmem<kD, kQBuffers, Br, kStageO>;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
   E* sQ = reinterpret_cast<E*>(smem + L::kQ);
@@ -372,12 +385,13 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     int qn;
   };
   int k = start;                   // the block's next entry in its list
+  int wi_next = item_at(k);        // entry k, read an item ahead (off the path between items)
   index_t u_next = 0;              // the K_j, V_j tiles of the block's earlier items
   int q_next = 0;                  // the Q tiles of its earlier items (those that saw a key)
   auto take_item = [&](Item& x) {  // entry k's item, if any
-    const int wi = item_at(k);
+    const int wi = wi_next;
     if (wi < 0) return false;
-    ++k;
+    wi_next = item_at(++k);
     const FwdItem it = item(wi);
     const index_t J = computed_key_tiles(a.tiling, a.mask, it.i);
     x = {it.i, it.head, J, full_key_tiles(a.tiling, a.mask, it.i), u_next, q_next};
@@ -404,6 +418,41 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   };
   auto wait_v = [&](const Item& x, index_t j) {
     hopper_ptx::mbarrier_wait(full_v + stage(x, j), parity(x, j));
+  };
+
+  // O's staging (kStageO): warpgroup c's 64 rows as d / 64 boxes of 64 rows x 128 bytes, each
+  // 128-byte swizzled as the tensor map's boxes (the 16-byte chunk k of row r at chunk k ^ (r %
+  // 8)), sent by the warpgroup's first thread, which waits for the last send's read before the
+  // warpgroup writes again. A store instruction's 8 rows g (lanes 4 g + t) fill chunks nb ^ g,
+  // 4 bytes each at 4 t: 32 distinct banks. Named barrier 3 + c is warpgroup c's own (1, 2: the
+  // turns).
+  E* sO = reinterpret_cast<E*>(smem + L::kO) + c * 64 * kD;
+  const bool sender = threadIdx.x % 128 == 0;
+  auto stage_o = [&](const Item& x, const float(&acc)[kD / 8][4], const float(&inv)[2]) {
+    if (sender) hopper_ptx::bulk_wait_read<0>();
+    hopper_ptx::named_barrier_sync(3 + c, 128);
+    unsigned char* base = reinterpret_cast<unsigned char*>(sO);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int local = warp * 16 + g + 8 * r;  // (local % 8 = g)
+#pragma unroll
+      for (int nb = 0; nb < kD / 8; ++nb)
+        *reinterpret_cast<std::uint32_t*>(base + (nb / 8) * 64 * 128 + local * 128 +
+                                          ((nb % 8) ^ g) * 16 + 4 * t) =
+            ptx::pack2<E>(acc[nb][2 * r] * inv[r], acc[nb][2 * r + 1] * inv[r]);
+    }
+    hopper_ptx::fence_proxy_async();
+    hopper_ptx::named_barrier_sync(3 + c, 128);
+    if (sender) {
+      for (int h = 0; h < kD / 64; ++h)
+        hopper_ptx::tma_store_3d(&tmO, h * 64, int(x.i * Br + c * 64), int(x.head),
+                                 sO + h * 64 * 64);
+      hopper_ptx::bulk_commit();
+    }
+  };
+  // Before the block ends: the last send done (its shared memory read, its writes made).
+  auto drain_o = [&] {
+    if (kStageO && sender) hopper_ptx::bulk_wait<0>();
   };
 
   float o[kD / 8][4] = {};
@@ -435,12 +484,15 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
 #pragma unroll
     for (int kt = 0; kt < Bc / 16; ++kt) p_fragment<E, Bc>(p[kt], s, kt);
   };
-  // O_i = O / l and L_i = m2 ln 2 + log l of the lane's rows, from registers to global memory
-  // (finish_rows sums l over the row's lanes in place; O = 0, L = -inf for a row that saw no key).
+  // O_i = O / l and L_i = m2 ln 2 + log l of the lane's rows (finish_rows sums l over the row's
+  // lanes in place; O = 0, L = -inf for a row that saw no key). L from registers to global memory;
+  // O too, or (kStageO) into the warpgroup's staging, sent by TMA (stage_o).
+  // Row q's columns 8 nb + 2 t and + 1 are acc[nb][2 r] and [2 r + 1] (C fragment layout).
   auto store_rows = [&](const Item& x, FragmentRows& rows, const float(&acc)[kD / 8][4]) {
     float inv[2];
     finish_rows(rows, inv);
     E* O = a.O + x.head * a.n * kD;
+    if constexpr (kStageO) stage_o(x, acc, inv);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const index_t q = x.i * Br + row + 8 * r;
@@ -450,11 +502,11 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         a.trace.final_m[q] = rows.m2[r] * 0.69314718055994531f;
         a.trace.final_l[q] = rows.l[r];
       }
-      // Row q's columns 8 nb + 2 t and + 1 are acc[nb][2 r] and [2 r + 1] (C fragment layout).
+      if constexpr (!kStageO)
 #pragma unroll
-      for (int nb = 0; nb < kD / 8; ++nb)
-        *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
-            ptx::pack2<E>(acc[nb][2 * r] * inv[r], acc[nb][2 * r + 1] * inv[r]);
+        for (int nb = 0; nb < kD / 8; ++nb)
+          *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
+              ptx::pack2<E>(acc[nb][2 * r] * inv[r], acc[nb][2 * r + 1] * inv[r]);
     }
   };
   auto clear_o = [&] {
@@ -484,7 +536,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     Item cur;
     bool have = take_item(cur);
     for (; have && cur.J == 0; have = take_item(cur)) store_empty(cur);
-    if (!have) return;  // (no item that sees a key)
+    if (!have) return drain_o();  // (no item that sees a key)
     Turns<kPingPong> turns{c, int(cur.J + 1)};
     turns.start();
     FragmentRows st;
@@ -532,7 +584,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         hopper_ptx::fence_operands(o), hopper_ptx::fence_operands(p);
         release(empty_v, cur, cur.J - 1);
         store_rows(cur, st, o);
-        return;
+        return drain_o();
       }
       FragmentRows st_next;  // (the persistent grid only: no turns here)
       wait_q(nxt);
@@ -588,6 +640,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
       store_rows(x, st, o);
       clear_o();
     }
+    drain_o();
   }
 #else
   __trap();  // built for a GPU without sm_90a's instructions: the host refuses before launching
