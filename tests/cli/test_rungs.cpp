@@ -71,10 +71,13 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
       {b + "--impl simt --pass bwd --dtype fp64", "--impl simt computes the forward only", 2},
       {b + "--impl mma --pass bwd", "--impl mma runs on tensor cores", 2},
       {b + "--impl mma --pass bwd --dtype bf16 --d 32", "not d = 32", 2},
-      // hopper: the forward on sm_90's own instructions, bf16/fp16, d = 64 or 128, 192 x 128 tiles
-      // at d = 64 (three consumer warpgroups) where they pay (problem_tiles), else 128 x 128
+      // hopper: the forward on sm_90's own instructions, bf16/fp16, d = 64, 128 or 256, 192 x 128
+      // tiles at d = 64 (three consumer warpgroups) where they pay (problem_tiles), 128 x 64 at
+      // d = 256, else 128 x 128
       {f + "--impl hopper --d 64", "--impl hopper runs on tensor cores: use --dtype bf16", 2},
-      {f + "--impl hopper --dtype fp16", "--impl hopper is compiled for d = 64 and 128", 2},
+      {f + "--impl hopper --dtype fp16", "--impl hopper is compiled for d = 64, 128 and 256", 2},
+      {f + "--impl hopper --dtype bf16 --d 256 --block-k 128",
+       "--impl hopper computes fixed 128 x 64 tiles", 2},
       {f + "--impl hopper --dtype bf16 --d 64 --n 4096 --block-q 64",
        "--impl hopper computes fixed 192 x 128 tiles", 2},
       // at the default n = 100, Br = 128: one tile of 192 computes 1.5x the rows of one of 128
@@ -89,6 +92,8 @@ TEST_CASE("--impl simt, tc, mma, hopper: refused where they cannot run; without 
        "--impl hopper runs on tensor cores: use --dtype bf16", 2},
       {b + "--impl hopper --pass bwd --dtype bf16 --d 96",
        "--impl hopper is compiled for d = 64 and 128, not d = 96", 2},
+      {b + "--impl hopper --pass bwd --dtype bf16 --d 256",
+       "--impl hopper is compiled for d = 64 and 128, not d = 256", 2},
       {"backward --device cuda --impl hopper --dtype bf16 --d 128 --block-q 128",
        "--impl hopper computes fixed 64 x 128 tiles", 2},
   };

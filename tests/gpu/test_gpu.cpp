@@ -284,6 +284,25 @@ TEST_CASE("the rungs pass the correctness rule: odd shapes, both alignments, hea
         }
 }
 
+// hopper's forward at d = 256 (the one rung compiled for it: 128 x 64 tiles, the ordinary grid),
+// graded as the rungs are: the odd shapes at d = 256 (ragged key tiles of 64, rows past n, n < m
+// and n > m, many key tiles so the two stages wrap), causal with both alignments, bf16 and fp16.
+TEST_CASE(
+    "hopper's forward at d = 256 passes the correctness rule: odd shapes, alignments, heads") {
+  const RungCase cases[] = {{1, 1, 1, 1, 256},      {2, 3, 37, 53, 256},  {1, 1, 20, 9, 256},
+                            {1, 2, 130, 250, 256},  {1, 1, 257, 64, 256}, {2, 1, 200, 77, 256},
+                            {1, 2, 300, 1030, 256}, {2, 2, 515, 700, 256}};
+  for (Precision prec : {Precision::bf16, Precision::fp16})
+    for (const RungCase& c : cases)
+      for (bool causal : {false, true})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (!causal && align == CausalAlign::bottom_right) continue;
+          INFO(precision_name(prec) << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m
+                                    << " causal=" << causal << " align=" << int(align));
+          check_rung(Impl::hopper, prec, c, AttnParams{causal, align, {}});
+        }
+}
+
 const Impl kBackwardRungs[] = {Impl::mma, Impl::hopper};
 
 TEST_CASE(
@@ -390,15 +409,16 @@ TEST_CASE("the rungs: fully masked rows give O = 0 and L = -inf") {
 
 // Two shapes: at d = 64 hopper's Br is 192 on the first (150 x 100) and 128 on the second
 // (256 x 256 causal: 192 would compute twice the tile products; problem_tiles), so both of its
-// traced kernels at d = 64 are compared.
+// traced kernels at d = 64 are compared; and hopper's at d = 256 (128 x 64 tiles).
 TEST_CASE("the rungs' traces equal the CPU path's, event by event (the same tile math)") {
   struct Size {
     index_t n, m;
   };
   for (Size z : {Size{150, 100}, Size{256, 256}})
     for (Impl impl : {Impl::simt, Impl::tc, Impl::mma, Impl::hopper})
-      for (index_t d : {64, 128})
+      for (index_t d : {64, 128, 256})
         for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (d == 256 && impl != Impl::hopper) continue;  // (hopper alone is built for 256)
           const Precision prec = impl == Impl::simt ? Precision::fp32 : Precision::bf16;
           const Case c{1, 2, z.n, z.m, d, 64, 64};  // two heads: the trace is head 0's alone
           const Heads<float> in = random_heads<float>(c, 5);
@@ -683,7 +703,7 @@ TEST_CASE("rung speed, printed" * doctest::skip()) {
 // 4096 and 16384.
 TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
   for (index_t n : {1024, 4096, 16384})
-    for (index_t d : {64, 128})
+    for (index_t d : {64, 128, 256})
       for (bool causal : {false, true}) {
         const index_t b = 16384 / n, h = 2048 / d;
         const Heads<float> in = random_heads<float>(Case{b, h, n, n, d, 64, 64}, 1);
@@ -692,11 +712,14 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
         const std::vector<float> q = rounded(in.Q, Precision::bf16),
                                  k = rounded(in.K, Precision::bf16),
                                  v = rounded(in.V, Precision::bf16);
-        // ping-pong, overlap, persistent, consumers (-1: the rung's)
+        // ping-pong, overlap, persistent, consumers, O staged (-1: the rung's)
         using F = cuda::HopperFwdSteps;
         for (F steps : {F{0, 0, 0, 2}, F{0, 1, 0, 2}, F{1, 0, 0, 2}, F{1, 1, 0, 2}, F{0, -1, 1, 2},
-                        F{0, 0, 0, 3}, F{0, 1, 0, 3}, F{0, 0, 1, 3}, F{0, 1, 1, 3}}) {
+                        F{0, 0, 0, 3}, F{0, 1, 0, 3}, F{0, 0, 1, 3}, F{0, 1, 1, 3},
+                        F{-1, -1, -1, -1, 0}, F{-1, -1, -1, -1, 1}}) {
           if (steps.consumers == 3 && d != 64) continue;  // (three consumer warpgroups: d = 64)
+          if ((steps.persistent == 1 || steps.stage_o == 1) && !cuda::hopper_forward_room(d))
+            continue;  // (d = 256: neither fits shared memory)
           auto t = cuda::hopper_time_steps<float>({b, h, n, n, d}, AttnParams{causal, {}, {}},
                                                   Variant{Precision::bf16, Mistake::none}, steps,
                                                   q.data(), k.data(), v.data(), 3, 20);
@@ -705,8 +728,8 @@ TEST_CASE("hopper steps speed, printed" * doctest::skip()) {
           MESSAGE("hopper n=" << n << " d=" << d << " causal=" << causal
                               << " ping_pong=" << steps.ping_pong << " overlap=" << steps.overlap
                               << " persistent=" << steps.persistent
-                              << " consumers=" << steps.consumers << ": " << ms << " ms, "
-                              << flops / ms / 1e9 << " TFLOP/s");
+                              << " consumers=" << steps.consumers << " stage_o=" << steps.stage_o
+                              << ": " << ms << " ms, " << flops / ms / 1e9 << " TFLOP/s");
         }
       }
 }
@@ -732,11 +755,13 @@ double backward_flops(index_t heads, index_t n, index_t d, bool causal) {
 // of 512 work items, several a block on the persistent grid (its stages' phases run on across
 // them: with the overlap, d = 128's, as without), with rows that see no key; and at each d one
 // whose first query tiles see no key at all (n - m = 400, causal: items the producer skips; at
-// Br = 192, tiles 0 and 1).
+// Br = 192, tiles 0 and 1). O staged for the TMA store on each grid, with and without the
+// overlap; and d = 256 (its own tiles, the ordinary grid).
 TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
   const RungCase cases[] = {{2, 3, 333, 290, 64},    {2, 3, 333, 290, 128},
                             {4, 16, 1000, 900, 64},  {4, 16, 1000, 900, 128},
-                            {4, 16, 1000, 600, 128}, {4, 16, 1000, 600, 64}};
+                            {4, 16, 1000, 600, 128}, {4, 16, 1000, 600, 64},
+                            {2, 3, 333, 290, 256},   {2, 4, 1000, 600, 256}};
   for (const RungCase& c : cases)
     for (bool causal : {false, true}) {
       const AttnParams p{causal, causal ? CausalAlign::bottom_right : CausalAlign::top_left, {}};
@@ -760,10 +785,16 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         settings.push_back({0, 0, 1, 2});  // two on the persistent grid: short causal rows' choice
         settings.push_back({0, 1, 1, 2});  // and with the overlap (its stream across items)
       }
+      // O staged and sent by TMA on both grids, with the overlap and without (the step itself
+      // takes the rung's grid and overlap), at the problem's Br
+      if (cuda::hopper_forward_room(c.d))
+        for (int persistent : {0, 1})
+          for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, -1, 1});
       for (const cuda::HopperFwdSteps& setting : settings) {
         INFO("n " << c.n << " d " << c.d << " causal " << causal << " ping_pong "
                   << setting.ping_pong << " overlap " << setting.overlap << " persistent "
-                  << setting.persistent << " consumers " << setting.consumers);
+                  << setting.persistent << " consumers " << setting.consumers << " stage_o "
+                  << setting.stage_o);
         std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n));
         cuda::hopper_forward_steps<float>(
             {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none}, setting,
@@ -827,13 +858,16 @@ TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that r
   using S = cuda::HopperStep;
   CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 7);
   CHECK(cuda::hopper_steps(cuda::Pass::fwd, 128, Precision::fp16).size() == 6);
+  // d = 256: no persistent grid, no O staging (shared memory): the choice and the four overlaps
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 256, Precision::bf16).size() == 5);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
         std::vector<S>{S::rung_choice, S::bwd_atomics});
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_persistent);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_persistent);
   for (cuda::Pass pass : {cuda::Pass::fwd, cuda::Pass::bwd})
-    for (index_t d : {64, 128})
+    for (index_t d : {64, 128, 256})
       for (Precision prec : {Precision::bf16, Precision::fp16}) {
+        if (pass == cuda::Pass::bwd && d == 256) continue;  // (the backward: d = 64 and 128)
         const Heads<float> in = bf16_heads(Case{1, 2, 300, 300, d, 64, 64});
         for (S step : cuda::hopper_steps(pass, d, prec)) {
           INFO("pass " << int(pass) << " d " << d << " " << precision_name(prec) << " step "

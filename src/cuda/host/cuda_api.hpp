@@ -61,14 +61,21 @@ enum class Pass { fwd, bwd };
 
 // The tiles a GPU rung computes: teaching takes any (default_tiles when not told); simt, tc, mma
 // and hopper have theirs fixed at compile time (hopper's forward 192 x 128 at d = 64, three
-// consumer warpgroups, and 128 x 128 at d = 128; its backward 128 x 128 at d = 64 and 64 x 128 at
-// d = 128; mma's forward 128 x 64, its backward and the others 64 x 64),
-// then capped at n and m as the CPU's are. Each rung's header checks its kernel's tiles against
-// this (static_assert). On a given problem: problem_tiles, below.
+// consumer warpgroups, 128 x 128 at d = 128 and 128 x 64 at d = 256; its backward 128 x 128 at d =
+// 64 and 64 x 128 at d = 128; mma's forward 128 x 64, its backward and the others 64 x 64), then
+// capped at n and m as the CPU's are. Each rung's header checks its kernel's tiles against this
+// (static_assert). On a given problem: problem_tiles, below.
 constexpr TileSizes kernel_tiles(Impl impl, index_t d, Pass pass = Pass::fwd) {
   if (impl == Impl::hopper && pass == Pass::bwd) return TileSizes{d == 64 ? 128 : 64, 128};
-  if (impl == Impl::hopper) return TileSizes{d == 64 ? 192 : 128, 128};
+  if (impl == Impl::hopper) return TileSizes{d == 64 ? 192 : 128, d == 256 ? 64 : 128};
   return impl == Impl::mma && pass == Pass::fwd ? TileSizes{128, 64} : TileSizes{64, 64};
+}
+
+// Whether hopper's forward at d has shared memory for the persistent grid's second Q buffer and
+// for O's staging (d <= 128; at d = 256 one Q tile takes 64 KiB): else the ordinary grid, O from
+// registers. hopper.cuh checks it against its shared-memory layout.
+constexpr bool hopper_forward_room(index_t d) {
+  return d <= 128;
 }
 
 // How much faster three consumer warpgroups (hopper's forward, Br = 192) compute a 128 x 128 tile

@@ -10,8 +10,9 @@
 //                      groups of 8
 //   mma       64, 128  tc's rows; O of two row fragments a warp     rungs/mma.cuh
 //   mma bwd   64, 128  tc's rows; dK and dV of a warp's keys        rungs/mma_backward.cuh
-//   hopper    64, 128  64-column halves; d = 256: 320 KiB of tiles  rungs/hopper.cuh
-//                      at Bc = 128 and two stages
+//   hopper    64, 128, 64-column chunks; d = 256 with 64-key tiles rungs/hopper.cuh
+//             256      (Q and two stages: 192 KiB), O in 128 + 48
+//                      registers
 //   hopper    64, 128  dK, dV, S^T and dP^T of 64 keys in 240        rungs/hopper_backward.cuh
 //     bwd              registers
 //   decode    64, 128  a key row of 1 to 32 16-byte chunks          at_scale/decode.cuh
@@ -66,7 +67,7 @@ using SimtHeadDims = HeadDims<64, 128>;
 using TcHeadDims = HeadDims<64, 128>;
 using MmaHeadDims = HeadDims<64, 128>;
 using MmaBackwardHeadDims = HeadDims<64, 128>;
-using HopperHeadDims = HeadDims<64, 128>;
+using HopperHeadDims = HeadDims<64, 128, 256>;
 using HopperBackwardHeadDims = HeadDims<64, 128>;
 using DecodeHeadDims = HeadDims<64, 128>;
 

@@ -2,7 +2,8 @@
 // in a build with CUDA or without (there the timing functions say that CUDA is missing):
 //   forward    (ping-pong, overlap) in {0, 1}^2 with two consumer warpgroups, at d = 64 three
 //              (the rung's there), the persistent grid, O sent by TMA from shared
-//              memory rather than stored from registers (bf16)             hopper.cuh
+//              memory rather than stored from registers (bf16); at d = 256 neither of the
+//              last two (no shared memory left for them)                   hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
@@ -65,12 +66,19 @@ const StepSetting& setting(HopperStep step, Pass pass) {
   return *first;
 }
 
+// A forward setting on the persistent grid or with O staged, where d leaves no shared memory
+// for them (d = 256: hopper_forward_room).
+bool needs_room(const StepSetting& x) {
+  return x.pass == Pass::fwd && (x.fwd.persistent == 1 || x.fwd.stage_o == 1);
+}
+
 }  // namespace
 
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p) {
   std::vector<HopperStep> steps;
   for (const StepSetting& x : kSettings)
-    if (x.pass == pass && (x.d == 0 || x.d == d) && (!x.bf16_only || p == Precision::bf16))
+    if (x.pass == pass && (x.d == 0 || x.d == d) && (!x.bf16_only || p == Precision::bf16) &&
+        (!needs_room(x) || hopper_forward_room(d)))
       steps.push_back(x.step);
   return steps;
 }

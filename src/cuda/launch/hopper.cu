@@ -138,21 +138,26 @@ struct ForwardLaunch {
   }
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
   void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o) const {
-    if (stage_o) {
-      if constexpr (std::is_same_v<E, __nv_bfloat16>) {
-        if (persistent)
-          return overlap ? go<false, true, false, true, true>(a, grid)
-                         : go<false, false, false, true, true>(a, grid);
-        return overlap ? go<false, true, false, false, true>(a, grid)
-                       : go<false, false, false, false, true>(a, grid);
+    if constexpr (!kHopperPersistentFits<kD>) {  // (d = 256; launch_hopper_d refuses the rest)
+      return overlap ? go<false, true, false, false>(a, grid)
+                     : go<false, false, false, false>(a, grid);
+    } else {
+      if (stage_o) {
+        if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+          if (persistent)
+            return overlap ? go<false, true, false, true, true>(a, grid)
+                           : go<false, false, false, true, true>(a, grid);
+          return overlap ? go<false, true, false, false, true>(a, grid)
+                         : go<false, false, false, false, true>(a, grid);
+        }
+        throw CudaError("hopper's forward sends O by TMA in bf16 only (a timed step)");
       }
-      throw CudaError("hopper's forward sends O by TMA in bf16 only (a timed step)");
+      if (persistent)
+        return overlap ? go<false, true, false, true>(a, grid)
+                       : go<false, false, false, true>(a, grid);
+      return overlap ? go<false, true, false, false>(a, grid)
+                     : go<false, false, false, false>(a, grid);
     }
-    if (persistent)
-      return overlap ? go<false, true, false, true>(a, grid)
-                     : go<false, false, false, true>(a, grid);
-    return overlap ? go<false, true, false, false>(a, grid)
-                   : go<false, false, false, false>(a, grid);
   }
 };
 
@@ -173,6 +178,12 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
   if (steps.stage_o == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's forward sends O by TMA only without ping-pong and the trace");
+  if (!kHopperPersistentFits<kD> && (steps.persistent == 1 || steps.stage_o == 1))
+    throw CudaError("hopper's forward at d = " + std::to_string(kD) +
+                    " runs on the ordinary grid, O from registers (shared memory)");
+  if (p.tiling.Bc != hopper_bc(kD))
+    throw CudaError("hopper's forward at d = " + std::to_string(kD) + " takes key tiles of " +
+                    std::to_string(hopper_bc(kD)) + ", not " + std::to_string(p.tiling.Bc));
   const bool three = steps.consumers == 3;
   if (p.tiling.Br != 64 * steps.consumers || (three && (kD != 64 || steps.ping_pong)) ||
       (steps.consumers != 2 && !three))
@@ -381,7 +392,8 @@ void launch_hopper_backward_d(const DeviceProblem<E>& p, BackwardArrays<E>& g, b
 
 }  // namespace
 
-// hopper's tensor maps, made once with the problem (none for the other rungs): O in boxes of a
+// hopper's tensor maps, made once with the problem (none for the other rungs): K and V in boxes
+// of the key tile (hopper_bc: 64 rows at d = 256, else 128; the backward's too), O in boxes of a
 // consumer warpgroup's 64 rows.
 template <class E>
 HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const E* V, const E* O,
@@ -392,8 +404,9 @@ HopperMaps hopper_maps(Impl rung, const Shape& s, const E* Q, const E* K, const 
     if (rung != Impl::hopper || s.heads() == 0 || s.n == 0) return {};  // (nothing launched)
     require_hopper();
     return {tensor_map(Q, s.heads(), s.n, s.d, int(Br)),
-            tensor_map(K, s.heads(), s.m, s.d, kHopperBc),
-            tensor_map(V, s.heads(), s.m, s.d, kHopperBc), tensor_map(O, s.heads(), s.n, s.d, 64)};
+            tensor_map(K, s.heads(), s.m, s.d, hopper_bc(int(s.d))),
+            tensor_map(V, s.heads(), s.m, s.d, hopper_bc(int(s.d))),
+            tensor_map(O, s.heads(), s.n, s.d, 64)};
   }
 }
 

@@ -259,6 +259,10 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
 #define FD_ACC64                                                                        \
   FD_ACC32, FD_ACC4(8), FD_ACC4(9), FD_ACC4(10), FD_ACC4(11), FD_ACC4(12), FD_ACC4(13), \
       FD_ACC4(14), FD_ACC4(15)
+#define FD_ACC128                                                                                \
+  FD_ACC64, FD_ACC4(16), FD_ACC4(17), FD_ACC4(18), FD_ACC4(19), FD_ACC4(20), FD_ACC4(21),        \
+      FD_ACC4(22), FD_ACC4(23), FD_ACC4(24), FD_ACC4(25), FD_ACC4(26), FD_ACC4(27), FD_ACC4(28), \
+      FD_ACC4(29), FD_ACC4(30), FD_ACC4(31)
 #define FD_REGS16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define FD_REGS32                                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
@@ -270,6 +274,15 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
   "%39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "  \
   "%57, "                                                                                       \
   "%58, %59, %60, %61, %62, %63}"
+#define FD_REGS128                                                                         \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
+  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "  \
+  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "  \
+  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, "  \
+  "%70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, "  \
+  "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, "    \
+  "%103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, "   \
+  "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 // A and B from shared memory (descriptors %A, %B), accumulate = scale-d (%ONE), each operand
 // K-major (TA, TB = "0") or transposed, MN-major ("1"). After d, a-desc and b-desc the instruction
 // takes (PTX ISA, wgmma.mma_async):
@@ -365,6 +378,16 @@ __device__ inline void wgmma_rs_n128(float (&d)[128 / 8][4], const std::uint32_t
   else
     FD_WGMMA_RS("128", FD_REGS64, FD_ACC64, "64, %65, %66, %67", "68", "69", "bf16");
 }
+// n256 (O += P V at d = 256): the 128 accumulators %0 .. %127, a[0..3] %128 .. %131, b %132, the 1
+// %133. V's four 64-column chunks are the descriptor's leading offset apart.
+template <class E>
+__device__ inline void wgmma_rs_n256(float (&d)[256 / 8][4], const std::uint32_t (&a)[4],
+                                     std::uint64_t b) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_RS("256", FD_REGS128, FD_ACC128, "128, %129, %130, %131", "132", "133", "f16");
+  else
+    FD_WGMMA_RS("256", FD_REGS128, FD_ACC128, "128, %129, %130, %131", "132", "133", "bf16");
+}
 
 // D (64 x 64) = A B^T, + D when accumulate: A (64 x 16) in registers (mma.sync's A fragments,
 // warp by warp), B (64 x 16) K-major in shared memory.
@@ -396,12 +419,14 @@ __device__ inline void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint
       wgmma_ss_n64<E>(d, a, b, accumulate);
   }
 }
-// D (64 x N) += A B for N = 64 or 128, A from registers, B MN-major in shared memory.
+// D (64 x N) += A B for N = 64, 128 or 256, A from registers, B MN-major in shared memory.
 template <class E, int N>
 __device__ inline void wgmma_rs(float (&d)[N / 8][4], const std::uint32_t (&a)[4],
                                 std::uint64_t b) {
-  static_assert(N == 64 || N == 128, "wgmma_rs: n64 or n128");
-  if constexpr (N == 128)
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_rs: n64, n128 or n256");
+  if constexpr (N == 256)
+    wgmma_rs_n256<E>(d, a, b);
+  else if constexpr (N == 128)
     wgmma_rs_n128<E>(d, a, b);
   else
     wgmma_rs_n64<E>(d, a, b);
@@ -410,9 +435,11 @@ __device__ inline void wgmma_rs(float (&d)[N / 8][4], const std::uint32_t (&a)[4
 #undef FD_WGMMA_RS_K
 #undef FD_WGMMA_RS
 #undef FD_WGMMA_SS
+#undef FD_REGS128
 #undef FD_REGS64
 #undef FD_REGS32
 #undef FD_REGS16
+#undef FD_ACC128
 #undef FD_ACC64
 #undef FD_ACC32
 #undef FD_ACC16

@@ -2,7 +2,7 @@
 // (hopper_ptx.cuh), bf16/fp16 inputs, fp32 accumulation, sm_90a.
 //
 // Block (i, head), a producer warpgroup of 128 threads and two consumer warpgroups (Br = 128 query
-// rows; three at d = 64, Br = 192: kConsumers, below), key tiles of Bc = 128:
+// rows; three at d = 64, Br = 192: kConsumers, below), key tiles of Bc = 128 (64 at d = 256):
 //   warpgroup 0, the producer (24 registers a thread, setmaxnreg): one thread issues TMA copies
 //     Q_i once; K_j and V_j into stage j % 2, each completing on its stage's mbarrier
 //     (full_k, full_v), once the consumers have released that stage's K (empty_k: as soon as
@@ -10,7 +10,7 @@
 //   warpgroups 1 and 2, the consumers (240 registers; 160 with three): warpgroup c owns rows
 //     64 c .. 64 c + 63
 //     and computes, for each key tile j < J_i, with m2, l, O in registers as the mma rung does:
-//       S = Q_i K_j^T               wgmma m64n128k16, Q and K_j read from shared memory
+//       S = Q_i K_j^T               wgmma m64n{Bc}k16, Q and K_j read from shared memory
 //       S = -inf where masked       (the diagonal and ragged tiles only)
 //       m2_new = max(m2, rowmax(S) c),  P = exp2(S c - m2_new),  l = alpha l + rowsum(P)
 //       O = alpha O,  O += P V_j    wgmma m64n{d}k16, P from registers (rounded to E), V_j
@@ -40,20 +40,21 @@
 //              (level in one later run, `flashdemo ladder --steps`): off at every d
 //   kOverlap   within a warpgroup, S_{j+1} = Q K_{j+1}^T and O += P_j V_j are issued together,
 //              and the softmax of tile j + 1 runs while O += P_j V_j is on the tensor cores
-// Shared memory (1024-byte aligned): Q 128 x d, K and V 2 stages of 128 x d, as 64-column
-// halves of 128-byte swizzled rows (hopper_ptx.cuh), and 9 mbarriers.
+// Shared memory (1024-byte aligned): Q 128 x d, K and V 2 stages of Bc x d, as 64-column
+// chunks of 128-byte swizzled rows (hopper_ptx.cuh), and 9 mbarriers.
 //
 // Per block, at head dim d (HopperSmem, hopper_consumer_registers):
-//   shared memory  2 bytes x (Q: 128 d + K, V: 2 stages x 2 x 128 d), + 1 KiB alignment
-//                  d = 64: 16 + 64 = 80 KiB;  d = 128: 32 + 128 = 160 KiB
+//   shared memory  2 bytes x (Q: 128 d + K, V: 2 stages x 2 x Bc d), + 1 KiB alignment
+//                  d = 64: 16 + 64 = 80 KiB;  d = 128: 32 + 128 = 160 KiB;
+//                  d = 256 (Bc = 64): 64 + 128 = 192 KiB
 //   registers      a consumer thread's fp32 accumulators: O d / 2 + S Bc / 2 + P Bc / 4,
-//                  of setmaxnreg's 240: d = 64 128, d = 128 160
-// The groundwork for d = 256: Q 64 KiB + 2 stages x (K + V) 256 KiB = 320 KiB at Bc = 128, over
-// the 227 KiB a block may opt into. It fits with one stage (192 KiB: no copy under the compute)
-// or with Bc = 64 and two stages (Q 64 + 2 x 2 x 32 = 192 KiB, twice the barrier waits per key);
-// its consumer registers, 128 + 64 + 32 = 224 at Bc = 128 (192 at Bc = 64), leave 16 (48) of
-// the 240 for addresses and the softmax; and O += P V needs wgmma m64n256 (issue_pv has n64 and
-// n128) or two n128 halves.
+//                  of setmaxnreg's 240: d = 64 128, d = 128 160, d = 256 176
+// At d = 256: Q 64 KiB + 2 stages x (K + V) 256 KiB = 320 KiB at Bc = 128, over the 227 KiB a
+// block may opt into; so key tiles of Bc = 64 (hopper_bc): Q 64 + 2 x 2 x 32 = 192 KiB, twice
+// the barrier waits per key (one stage of Bc = 128 would fit too, with no copy under the
+// compute). A consumer thread holds O 128 + S 32 + P 16 = 176 registers of its 240, S is
+// m64n64k16 over four 64-column chunks of Q and K_j, and O += P V one m64n256k16 a 16-key step.
+// No room for a second Q buffer or O's staging: the ordinary grid, O from registers.
 #pragma once
 
 #include <cstdint>
@@ -68,8 +69,14 @@
 namespace fd::cuda {
 
 // 384 = 3 warpgroups of 128; Br = 128 = 2 consumer warpgroups x wgmma's m of 64 rows; Bc = 128, the
-// n of S's wgmma (m64n128k16).
+// n of S's wgmma (m64n128k16), but 64 at d = 256 (hopper_bc).
 inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
+// The key tile at head dim d: 128, but at d = 256 64 keys, so that Q (64 KiB) and two stages of
+// K_j, V_j (4 x 32 KiB) fit the 227 KiB a block may have (at Bc = 128: 320 KiB), and the S of a
+// consumer thread takes 32 registers beside O's 128 (hopper_consumer_registers).
+constexpr int hopper_bc(int d) {
+  return d == 256 ? 64 : kHopperBc;
+}
 // Registers a thread of the producer warpgroup keeps, and of a consumer warpgroup (setmaxnreg).
 // __launch_bounds__(384, 1) lets ptxas give each thread 65,536 / 384 = 170.7, rounded down to a
 // multiple of 8: 168 (ptxas -v says 168 for every instance), 384 x 168 = 64,512 registers.
@@ -105,11 +112,15 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // O leaves from registers; sending it by TMA from shared memory (stage_o, the step
 // fwd_o_staged) is built but not yet timed on a GPU (docs/gpu-ladder.md, "O through shared
 // memory").
+// At d = 256 (built, not yet timed): the overlap, as at d = 128 and as FlashAttention-3 runs its
+// d = 256 forward; the ordinary grid, the persistent one's second Q buffer not fitting.
 template <int kD>
 struct HopperDefaults {
-  static constexpr bool ping_pong = false, overlap = kD == 128, stage_o = false;
+  static constexpr bool ping_pong = false, overlap = kD >= 128, stage_o = false;
   static constexpr int consumers = kD == 64 ? 3 : 2;
-  static constexpr bool persistent(index_t key_tiles) { return kD == 128 || key_tiles <= 8; }
+  static constexpr bool persistent(index_t key_tiles) {
+    return kD == 128 || (kD == 64 && key_tiles <= 8);
+  }
 };
 
 template <class E>
@@ -136,14 +147,14 @@ struct HopperArgs {
 // Every tile offset is a multiple of 1024 (of 16,384 with Br = 128), so each tile's swizzle
 // pattern starts 1024-aligned.
 // The persistent grid (kQBuffers = 2) keeps two Q tiles and a full_q and empty_q each: + 32 KiB
-// at d = 128 (197,704 bytes), + 16 KiB at d = 64.
+// at d = 128 (197,728 bytes), + 16 KiB at d = 64.
 // With three consumer warpgroups (kBr = 192) Q takes 192 x d x 2 bytes (24 KiB at d = 64, a
 // multiple of 1024: the tiles after it stay swizzle-aligned).
 // O staged for its TMA store (kStageO) takes Br x d x 2 bytes more, after V (a multiple of 1024):
-// the most, d = 128 on the persistent grid, 197,704 + 32,768 = 230,472 bytes (<= 232,448).
+// the most, d = 128 on the persistent grid, 197,728 + 32,768 = 230,496 bytes (<= 232,448).
 template <int kD, int kQBuffers = 1, int kBr = kHopperBr, bool kStageO = false>
 struct HopperSmem {
-  static constexpr int kTile = kHopperBc * kD * 2;                       // one K or V tile
+  static constexpr int kTile = hopper_bc(kD) * kD * 2;                   // one K or V tile
   static constexpr int kQBarriers = kQBuffers == 1 ? 1 : 2 * kQBuffers;  // full_q (and empty_q)
   static constexpr int kQ = 0, kK = kQBuffers * kBr * kD * 2;
   static constexpr int kV = kK + kHopperStages * kTile;
@@ -155,18 +166,36 @@ struct HopperSmem {
 static_assert(HopperSmem<128, 2>::kBytes <= int(kSmemOptIn), "two Q buffers at d = 128");
 static_assert(HopperSmem<128, 2, kHopperBr, true>::kBytes <= int(kSmemOptIn),
               "two Q buffers and O's staging at d = 128");
+// At d = 256 (Bc = 64): Q 65,536 + 2 stages x (K + V) 2 x 2 x 32,768 = 196,608 bytes of tiles,
+// 197,704 with the barriers and the alignment; a second Q buffer (the persistent grid) or O's
+// staging would add 65,536 more, past the 232,448: the ordinary grid only, O from registers.
+template <int kD>
+inline constexpr bool kHopperPersistentFits = HopperSmem<kD, 2>::kBytes <= int(kSmemOptIn);
+template <int kD>
+inline constexpr bool kHopperStageOFits = HopperSmem<kD, 2, kHopperBr, true>::kBytes <=
+                                          int(kSmemOptIn);
+static_assert(HopperSmem<256>::kBytes == 197704 && !kHopperPersistentFits<256> &&
+                  !kHopperStageOFits<256>,
+              "d = 256: one Q buffer, two stages of 64-key tiles");
+static_assert(kHopperPersistentFits<64> == hopper_forward_room(64) &&
+                  kHopperPersistentFits<128> == hopper_forward_room(128) &&
+                  kHopperPersistentFits<256> == hopper_forward_room(256) && kHopperStageOFits<64> &&
+                  kHopperStageOFits<128>,
+              "the host's hopper_forward_room (cuda_api.hpp)");
 
-// The fp32 accumulators a consumer thread holds through the key loop: O, S and P's A fragments.
+// The fp32 accumulators a consumer thread holds through the key loop: O, S and P's A fragments:
+// d = 64 32 + 64 + 32 = 128, d = 128 64 + 64 + 32 = 160, d = 256 128 + 32 + 16 = 176 (Bc = 64).
 constexpr int hopper_consumer_registers(int d) {
-  return d / 2 + kHopperBc / 2 + kHopperBc / 4;
+  return d / 2 + hopper_bc(d) / 2 + hopper_bc(d) / 4;
 }
 
-// Whether the kernel holds head dim D: 64-column halves (TMA boxes, 128-byte swizzle), a wgmma
-// n of d for O += P V (issue_pv), the shared memory and the consumer registers above.
+// Whether the kernel holds head dim D: 64-column chunks (TMA boxes, 128-byte swizzle), a wgmma
+// n of d for O += P V (issue_pv: n64, n128, n256), the shared memory and the consumer registers
+// above.
 struct HopperFits {
   template <int kD>
   static constexpr bool at() {
-    return (kD == 64 || kD == 128) && HopperSmem<kD>::kBytes <= int(kSmemOptIn) &&
+    return (kD == 64 || kD == 128 || kD == 256) && HopperSmem<kD>::kBytes <= int(kSmemOptIn) &&
            hopper_consumer_registers(kD) <= kHopperConsumerRegisters;
   }
 };
@@ -174,12 +203,12 @@ static_assert(hopper_consumer_registers(64) <= hopper_consumer_registers_max(3),
               "three consumer warpgroups at d = 64: O, S and P within 160 registers");
 static_assert(HopperHeadDims::all<HopperFits>(),
               "a head dim of hopper (head_dims.hpp) that its tiles do not hold");
-static_assert(HopperSmem<256>::kBarriers == 320 * 1024,
-              "hopper at d = 256, Bc = 128, two stages: 320 KiB of tiles");
-static_assert(!HopperFits::at<256>(), "hopper at d = 256 needs the changes written above");
 static_assert(kernel_tiles(Impl::hopper, 64).Br == 64 * HopperDefaults<64>::consumers &&
                   kernel_tiles(Impl::hopper, 128).Br == 64 * HopperDefaults<128>::consumers &&
-                  kernel_tiles(Impl::hopper, 64).Bc == kHopperBc,
+                  kernel_tiles(Impl::hopper, 256).Br == 64 * HopperDefaults<256>::consumers &&
+                  kernel_tiles(Impl::hopper, 64).Bc == hopper_bc(64) &&
+                  kernel_tiles(Impl::hopper, 128).Bc == hopper_bc(128) &&
+                  kernel_tiles(Impl::hopper, 256).Bc == hopper_bc(256),
               "the tiles the host says hopper computes (cuda_api.hpp)");
 
 // The turns of the two consumer warpgroups at the tensor cores: before each batch of GEMMs a
@@ -201,13 +230,13 @@ struct Turns {
   }
 };
 
-// S (64 x 128 of warpgroup c) = Q_i K_j^T: d / 16 wgmma, K-major operands (k steps of 32 bytes
-// inside a 128-byte row, then the next 64-column half).
-// Step kk covers columns 16 kk .. 16 kk + 15, in half kk / 4 at 32 (kk % 4) bytes into each row
+// S (64 x Bc of warpgroup c) = Q_i K_j^T: d / 16 wgmma m64n{Bc}k16, K-major operands (k steps of
+// 32 bytes inside a 128-byte row, then the next 64-column chunk: 2 at d = 128, 4 at d = 256).
+// Step kk covers columns 16 kk .. 16 kk + 15, in chunk kk / 4 at 32 (kk % 4) bytes into each row
 // (16 elements of 2 bytes). The start address moves there; the descriptor does not:
-//   q  half kk / 4 starts Br x 64 elements (Br x 128 = 16,384 bytes) after the first, and
-//      warpgroup c's 64 rows c x 64 x 64 elements (8,192 bytes) into it
-//   k  half kk / 4 starts Bc x 64 elements (16,384 bytes) after the first
+//   q  chunk kk / 4 starts Br x 64 elements (Br x 128 = 16,384 bytes at Br = 128) after the
+//      previous, and warpgroup c's 64 rows c x 64 x 64 elements (8,192 bytes) into it
+//   k  chunk kk / 4 starts Bc x 64 elements (16,384 bytes; 8,192 at Bc = 64) after the previous
 //   leading 16: not used for a K-major operand with the 128-byte swizzle (PTX ISA "Leading
 //      Dimension Byte Offset": "assumed to be 1"; 16 >> 4 = 1); it is not the distance between
 //      the halves, which the loop steps over by the address
@@ -215,36 +244,31 @@ struct Turns {
 //      atom); A's 64 rows are 8 such groups, B's 128 rows 16
 // Q and K arrive as descriptors of their tiles' first element (hopper_ptx::Operand, built once by
 // the kernel), and each step's start is added to them.
-template <class E, int kD, int kBr = kHopperBr>
-__device__ inline void issue_qk(float (&s)[kHopperBc / 8][4], hopper_ptx::Operand<E> Q,
+template <class E, int kD, int kBr = kHopperBr, int Bc = hopper_bc(kD)>
+__device__ inline void issue_qk(float (&s)[Bc / 8][4], hopper_ptx::Operand<E> Q,
                                 hopper_ptx::Operand<E> K, int c) {
   hopper_ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk)
-    hopper_ptx::wgmma_ss_n128<E>(s, Q.at((kk / 4) * kBr * 64 + c * 64 * 64 + (kk % 4) * 16),
-                                 K.at((kk / 4) * kHopperBc * 64 + (kk % 4) * 16), kk > 0);
+    hopper_ptx::wgmma_ss<E, Bc>(s, Q.at((kk / 4) * kBr * 64 + c * 64 * 64 + (kk % 4) * 16),
+                                K.at((kk / 4) * Bc * 64 + (kk % 4) * 16), kk > 0);
   hopper_ptx::wgmma_commit();
 }
 
-// O += P V_j: Bc / 16 wgmma, P's A fragments from registers, V_j N-major (16 keys = 2048 bytes
-// a step; its 64-column halves kHopperBc * 128 bytes apart).
+// O += P V_j: Bc / 16 wgmma m64n{d}k16, P's A fragments from registers, V_j N-major (16 keys =
+// 2048 bytes a step; its 64-column chunks Bc x 128 bytes apart).
 // Step kt covers keys 16 kt .. 16 kt + 15 (the k of this product): rows of V_j, kt x 16 x 64
-// elements = kt x 2048 bytes (2 kt swizzle atoms) into the first half. For this MN-major operand:
-//   leading Bc x 128 = 16,384: from d columns 0 .. 63 to 64 .. 127, the next 64-column half; read
-//      at d = 128 (n128) only, n64 staying inside the first
+// elements = kt x 2048 bytes (2 kt swizzle atoms) into the first chunk. For this MN-major operand:
+//   leading Bc x 128 (16,384; 8,192 at d = 256, Bc = 64): from d columns 0 .. 63 to 64 .. 127,
+//      the next 64-column chunk; read at d = 128 (n128, 2 chunks) and d = 256 (n256, 4), n64
+//      staying inside the first
 //   stride 1024: from keys 16 kt .. + 7 to the next 8 keys, 8 rows x 128 bytes
-template <class E, int kD>
-__device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[kHopperBc / 16][4],
+template <class E, int kD, int Bc = hopper_bc(kD)>
+__device__ inline void issue_pv(float (&o)[kD / 8][4], const std::uint32_t (&p)[Bc / 16][4],
                                 hopper_ptx::Operand<E> V) {
   hopper_ptx::wgmma_fence();
 #pragma unroll
-  for (int kt = 0; kt < kHopperBc / 16; ++kt) {
-    const std::uint64_t v = V.at(kt * 16 * 64);
-    if constexpr (kD == 128)
-      hopper_ptx::wgmma_rs_n128<E>(o, p[kt], v);
-    else
-      hopper_ptx::wgmma_rs_n64<E>(o, p[kt], v);
-  }
+  for (int kt = 0; kt < Bc / 16; ++kt) hopper_ptx::wgmma_rs<E, kD>(o, p[kt], V.at(kt * 16 * 64));
   hopper_ptx::wgmma_commit();
 }
 
@@ -271,9 +295,12 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
                 "the persistent grid: without ping-pong's turns and the trace");
   static_assert(kConsumers == 2 || (kConsumers == 3 && kD == 64 && !kPingPong),
                 "three consumer warpgroups: d = 64, without ping-pong's turns");
+  static_assert((!kPersistent || kHopperPersistentFits<kD>)&&(!kStageO || kHopperStageOFits<kD>),
+                "the persistent grid's second Q buffer, or O's staging, past shared memory");
   constexpr int kQBuffers = kPersistent ? 2 : 1;
-  constexpr int Br = 64 * kConsumers, Bc = kHopperBc, kStages = kHopperStages;
+  constexpr int Br = 64 * kConsumers, Bc = hopper_bc(kD), kStages = kHopperStages;
   using L = HopperSmem<kD, kQBuffers, Br, kStageO>;
+  static_assert(L::kBytes <= int(kSmemOptIn), "this instance's tiles past shared memory");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
   E* sQ = reinterpret_cast<E*>(smem + L::kQ);
@@ -375,7 +402,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   // The tiles' descriptors, once (the stage's offset added in the loop): Q and K K-major, V
   // N-major (its 64-column halves Bc x 128 bytes apart).
   const hopper_ptx::Operand<E> Q0 = hopper_ptx::k_major(sQ), Kk = hopper_ptx::k_major(sK),
-                               Vt = hopper_ptx::mn_major(sV, kHopperBc);
+                               Vt = hopper_ptx::mn_major(sV, Bc);
 
   // Work item x: query tile i of a head, J key tiles (the first F unmasked). Its tile j is the
   // block's tile u0 + j: stage (u0 + j) % kStages, in that stage's use (u0 + j) / kStages, the
@@ -423,8 +450,8 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   // O's staging (kStageO): warpgroup c's 64 rows as d / 64 boxes of 64 rows x 128 bytes, each
   // 128-byte swizzled as the tensor map's boxes (the 16-byte chunk k of row r at chunk k ^ (r %
   // 8)), sent by the warpgroup's first thread, which waits for the last send's read before the
-  // warpgroup writes again. A store instruction's 8 rows g (lanes 4 g + t) fill chunks nb ^ g,
-  // 4 bytes each at 4 t: 32 distinct banks. Named barrier 3 + c is warpgroup c's own (1, 2: the
+  // warpgroup writes again. A store instruction's 8 rows g (lanes 4 g + t) fill chunks (nb % 8) ^
+  // g, 4 bytes each at 4 t: 32 distinct banks. Named barrier 3 + c is warpgroup c's own (1, 2: the
   // turns).
   E* sO = reinterpret_cast<E*>(smem + L::kO) + c * 64 * kD;
   const bool sender = threadIdx.x % 128 == 0;
@@ -491,7 +518,6 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   auto store_rows = [&](const Item& x, FragmentRows& rows, const float(&acc)[kD / 8][4]) {
     float inv[2];
     finish_rows(rows, inv);
-    E* O = a.O + x.head * a.n * kD;
     if constexpr (kStageO) stage_o(x, acc, inv);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -502,11 +528,13 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         a.trace.final_m[q] = rows.m2[r] * 0.69314718055994531f;
         a.trace.final_l[q] = rows.l[r];
       }
-      if constexpr (!kStageO)
+      if constexpr (!kStageO) {
+        E* O = a.O + x.head * a.n * kD;
 #pragma unroll
         for (int nb = 0; nb < kD / 8; ++nb)
           *reinterpret_cast<std::uint32_t*>(O + q * kD + nb * 8 + 2 * t) =
               ptx::pack2<E>(acc[nb][2 * r] * inv[r], acc[nb][2 * r + 1] * inv[r]);
+      }
     }
   };
   auto clear_o = [&] {

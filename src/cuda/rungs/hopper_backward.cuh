@@ -56,6 +56,16 @@
 namespace fd::cuda {
 
 inline constexpr int kHopperBwdBc = 128;
+// The backward reads K_j and V_j through the forward's tensor maps (hopper_maps), whose boxes are
+// the forward's key tiles: the same 128 rows at every d the backward runs.
+struct HopperBwdSameKeyTiles {
+  template <int kD>
+  static constexpr bool at() {
+    return hopper_bc(kD) == kHopperBwdBc;
+  }
+};
+static_assert(HopperBackwardHeadDims::all<HopperBwdSameKeyTiles>(),
+              "the backward's key tiles are the forward's boxes of K and V");
 // The rows of dQ's block one warp stages and sends, DqStaging::groups (its fragments' rows).
 inline constexpr int kHopperBwdDqRows = 16;
 
