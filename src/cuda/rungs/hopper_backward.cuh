@@ -552,9 +552,11 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   const bool issuer = kByWarp ? lane == 0 : threadIdx.x % 128 == 0;
   // The block's items, one after the other; u0 counts the steps of the earlier ones (their
   // stages' phases), kv their fills of full_kv.
+  // The next entry of the list is read an item ahead (wi_next), off the path between items.
   int u0 = 0;
   int kv = 0;
-  for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
+  for (int k = start, wi = item_at(start), wi_next; wi >= 0; wi = wi_next) {
+    wi_next = item_at(++k);
     const BwdItem it = item(wi);
     const index_t j = it.j, head = it.head, k0 = j * Bc, i0 = first_query_tile(a.tiling, a.mask, j);
     float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
