@@ -136,28 +136,26 @@ struct ForwardLaunch {
     using Defaults = HopperDefaults<kD>;
     go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
   }
+  // Either grid, with or without the overlap, O stored as kStageO says.
+  template <bool kStageO>
+  void on_grid(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent) const {
+    if (persistent)
+      return overlap ? go<false, true, false, true, kStageO>(a, grid)
+                     : go<false, false, false, true, kStageO>(a, grid);
+    return overlap ? go<false, true, false, false, kStageO>(a, grid)
+                   : go<false, false, false, false, kStageO>(a, grid);
+  }
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
   void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o) const {
-    if constexpr (!kHopperPersistentFits<kD>) {  // (d = 256; launch_hopper_d refuses the rest)
+    if constexpr (!kHopperPersistentFits<kD>)  // (d = 256; launch_hopper_d refuses the rest)
       return overlap ? go<false, true, false, false>(a, grid)
                      : go<false, false, false, false>(a, grid);
-    } else {
-      if (stage_o) {
-        if constexpr (std::is_same_v<E, __nv_bfloat16>) {
-          if (persistent)
-            return overlap ? go<false, true, false, true, true>(a, grid)
-                           : go<false, false, false, true, true>(a, grid);
-          return overlap ? go<false, true, false, false, true>(a, grid)
-                         : go<false, false, false, false, true>(a, grid);
-        }
-        throw CudaError("hopper's forward sends O by TMA in bf16 only (a timed step)");
-      }
-      if (persistent)
-        return overlap ? go<false, true, false, true>(a, grid)
-                       : go<false, false, false, true>(a, grid);
-      return overlap ? go<false, true, false, false>(a, grid)
-                     : go<false, false, false, false>(a, grid);
-    }
+    else if (!stage_o)
+      return on_grid<false>(a, grid, overlap, persistent);
+    else if constexpr (std::is_same_v<E, __nv_bfloat16>)
+      return on_grid<true>(a, grid, overlap, persistent);
+    else
+      throw CudaError("hopper's forward sends O by TMA in bf16 only (a timed step)");
   }
 };
 

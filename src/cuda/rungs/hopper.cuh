@@ -71,11 +71,12 @@ namespace fd::cuda {
 // 384 = 3 warpgroups of 128; Br = 128 = 2 consumer warpgroups x wgmma's m of 64 rows; Bc = 128, the
 // n of S's wgmma (m64n128k16), but 64 at d = 256 (hopper_bc).
 inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
-// The key tile at head dim d: 128, but at d = 256 64 keys, so that Q (64 KiB) and two stages of
-// K_j, V_j (4 x 32 KiB) fit the 227 KiB a block may have (at Bc = 128: 320 KiB), and the S of a
-// consumer thread takes 32 registers beside O's 128 (hopper_consumer_registers).
+// The key tile at head dim d, as the host has it (kernel_tiles): 128, but at d = 256 64 keys, so
+// that Q (64 KiB) and two stages of K_j, V_j (4 x 32 KiB) fit the 227 KiB a block may have (at
+// Bc = 128: 320 KiB), and the S of a consumer thread takes 32 registers beside O's 128
+// (hopper_consumer_registers).
 constexpr int hopper_bc(int d) {
-  return d == 256 ? 64 : kHopperBc;
+  return int(kernel_tiles(Impl::hopper, d).Bc);
 }
 // Registers a thread of the producer warpgroup keeps, and of a consumer warpgroup (setmaxnreg).
 // __launch_bounds__(384, 1) lets ptxas give each thread 65,536 / 384 = 170.7, rounded down to a
@@ -205,10 +206,7 @@ static_assert(HopperHeadDims::all<HopperFits>(),
               "a head dim of hopper (head_dims.hpp) that its tiles do not hold");
 static_assert(kernel_tiles(Impl::hopper, 64).Br == 64 * HopperDefaults<64>::consumers &&
                   kernel_tiles(Impl::hopper, 128).Br == 64 * HopperDefaults<128>::consumers &&
-                  kernel_tiles(Impl::hopper, 256).Br == 64 * HopperDefaults<256>::consumers &&
-                  kernel_tiles(Impl::hopper, 64).Bc == hopper_bc(64) &&
-                  kernel_tiles(Impl::hopper, 128).Bc == hopper_bc(128) &&
-                  kernel_tiles(Impl::hopper, 256).Bc == hopper_bc(256),
+                  kernel_tiles(Impl::hopper, 256).Br == 64 * HopperDefaults<256>::consumers,
               "the tiles the host says hopper computes (cuda_api.hpp)");
 
 // The turns of the two consumer warpgroups at the tensor cores: before each batch of GEMMs a
@@ -295,8 +293,6 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
                 "the persistent grid: without ping-pong's turns and the trace");
   static_assert(kConsumers == 2 || (kConsumers == 3 && kD == 64 && !kPingPong),
                 "three consumer warpgroups: d = 64, without ping-pong's turns");
-  static_assert((!kPersistent || kHopperPersistentFits<kD>)&&(!kStageO || kHopperStageOFits<kD>),
-                "the persistent grid's second Q buffer, or O's staging, past shared memory");
   constexpr int kQBuffers = kPersistent ? 2 : 1;
   constexpr int Br = 64 * kConsumers, Bc = hopper_bc(kD), kStages = kHopperStages;
   using L = HopperSmem<kD, kQBuffers, Br, kStageO>;
