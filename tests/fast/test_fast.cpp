@@ -3,6 +3,7 @@
 // that this CPU runs (levels.hpp); its determinism.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <initializer_list>
 
 #include "check.hpp"
@@ -87,7 +88,8 @@ TEST_CASE_TEMPLATE("fast forward and backward match the reference at every level
 
 // Every output is the same bits on a rerun and for any thread count: each query tile of the
 // forward is one thread's work, and the backward's partials are cut by the shape alone and summed
-// in a fixed order. The second shape has key tiles in bands of 4 and query tiles in chunks of 4.
+// in a fixed order. The second shape has key tiles in bands of 4 and query tiles in chunks of 4;
+// the third, with 3 heads, its 13 key tiles in 3 bands (split_for: about 64 items in all).
 TEST_CASE("fast forward and backward: bit-identical across reruns and thread counts") {
   struct Det {
     index_t h, n, d, tile;
@@ -122,6 +124,42 @@ TEST_CASE("fast forward and backward: bit-identical across reruns and thread cou
       CHECK(a[3] == other[3]);  // dK
       CHECK(a[4] == other[4]);  // dV
     }
+  }
+}
+
+// With many heads the backward takes fewer bands a head (about 64 items in all), never fewer
+// chunks: a head's dK and dV are summed in the same groups whatever the heads beside it (the same
+// bits); its dQ, summed in double in other groups, rounds to within one unit of the last place.
+TEST_CASE("fast backward: a head's dK and dV do not depend on the heads beside it") {
+  const index_t H = 16, n = 300, d = 16, tile = 32, x = 5;  // 10 key tiles: 8 bands alone, 1 of 16
+  TorchGenerator gen(7);
+  const index_t size = H * n * d;
+  const auto Q = draw<float>(gen, size), K = draw<float>(gen, size), V = draw<float>(gen, size),
+             dO = draw<float>(gen, size);
+  const AttnParams p{true, CausalAlign::top_left, {}};
+  auto run = [&](index_t heads, index_t first) {
+    const std::size_t count = std::size_t(heads * n * d), at = std::size_t(first * n * d);
+    auto part = [&](const std::vector<float>& X) {
+      return std::vector<float>(X.begin() + long(at), X.begin() + long(at + count));
+    };
+    const auto q = part(Q), k = part(K), v = part(V), o_grad = part(dO);
+    std::vector<float> O(count), L(std::size_t(heads * n)), L_lo(L.size()), dQ(count), dK(count),
+        dV(count), D(L.size());
+    const fast::Shape s{1, heads, n, n, d};
+    const fast::Options o{2, {tile, tile}};
+    fast::forward(s, p, o, q.data(), k.data(), v.data(), O.data(), L.data(), L_lo.data());
+    fast::backward(s, p, o, q.data(), k.data(), v.data(), O.data(), L.data(), L_lo.data(),
+                   o_grad.data(), dQ.data(), dK.data(), dV.data(), D.data());
+    return std::vector<std::vector<float>>{dQ, dK, dV};
+  };
+  const auto all = run(H, 0), alone = run(1, x);
+  const std::size_t at = std::size_t(x * n * d);
+  for (std::size_t e = 0; e < alone[0].size(); ++e) {
+    INFO("entry " << e);
+    REQUIRE(alone[1][e] == all[1][at + e]);  // dK
+    REQUIRE(alone[2][e] == all[2][at + e]);  // dV
+    const float q1 = alone[0][e], q16 = all[0][at + e];
+    REQUIRE(std::abs(q1 - q16) <= std::abs(q1) * 0x1p-23f);  // dQ
   }
 }
 

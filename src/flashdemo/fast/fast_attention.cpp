@@ -10,6 +10,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -51,14 +52,38 @@ typename Simd<T>::V exp_lanes(typename Simd<T>::V x) {
   }
 }
 
-// The sum of a vector's lanes, pairwise: a tree of depth log2 W, not a chain of W additions.
+// The sum of a vector's lanes, pairwise: a tree of depth log2 W, not a chain of W additions. Each
+// level adds the upper half of the lanes to the lower half (lane x + w to lane x), as vectors.
+template <class T, int N>
+struct Lanes {
+  typedef T V __attribute__((vector_size(N * sizeof(T))));
+};
+
+template <class T, int N, std::size_t... X>
+T halves_sum(typename Lanes<T, N>::V v, std::index_sequence<X...>) {
+  const typename Lanes<T, N / 2>::V half =
+      __builtin_shufflevector(v, v, X...) + __builtin_shufflevector(v, v, (X + N / 2)...);
+  if constexpr (N == 2) {
+    return half[0];
+  } else {
+    return halves_sum<T, N / 2>(half, std::make_index_sequence<N / 4>());
+  }
+}
+
 template <class T>
 T lane_sum(typename Simd<T>::V v) {
-  T a[Simd<T>::W];
-  std::memcpy(a, &v, sizeof v);
-  for (index_t w = Simd<T>::W / 2; w > 0; w /= 2)
-    for (index_t x = 0; x < w; ++x) a[x] += a[x + w];
-  return a[0];
+  constexpr int W = int(Simd<T>::W);
+  return halves_sum<T, W>(v, std::make_index_sequence<W / 2>());
+}
+
+// v on lanes [0, count), 0 on the rest.
+template <class T>
+typename Simd<T>::V first_lanes(typename Simd<T>::V v, index_t count) {
+  using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  typedef I VI __attribute__((vector_size(kSimdBytes)));
+  VI lane;
+  for (index_t x = 0; x < Simd<T>::W; ++x) lane[x] = I(x);
+  return lane < I(count) ? v : typename Simd<T>::V{};
 }
 
 // P = exp((S - shift) - lo) on S[0, keep), 0 on S[keep, cols); returns rowsum P. Whole vectors
@@ -70,14 +95,20 @@ T exp_row(T* S, index_t keep, index_t cols, T shift, T lo = T(0)) {
   using V = typename Simd<T>::V;
   const index_t W = Simd<T>::W, end = padded<T>(keep);
   V sum{};
-  for (index_t k = 0; k < end; k += W) {
-    V e = exp_lanes<T>((Simd<T>::load(S + k) - shift) - lo);
-    for (index_t x = keep - k; x < W; ++x) e[x] = T(0);  // the last vector: masked keys
+  index_t k = 0;
+  for (; k + W <= keep; k += W) {
+    const V e = exp_lanes<T>((Simd<T>::load(S + k) - shift) - lo);
     Simd<T>::store(S + k, e);
     sum += e;
   }
+  if (k < keep) {  // the last vector: its lanes past keep are masked keys
+    const V e = first_lanes<T>(exp_lanes<T>((Simd<T>::load(S + k) - shift) - lo), keep - k);
+    Simd<T>::store(S + k, e);
+    sum += e;
+  }
+  const T rowsum = lane_sum<T>(sum);  // before the call below, which would keep sum in memory
   std::fill(S + end, S + std::max(cols, end), T(0));
-  return lane_sum<T>(sum);
+  return rowsum;
 }
 
 // One row of a score tile, in place:
@@ -293,15 +324,22 @@ struct BackwardPacks {
 // below is grouped the same way whatever the threads): key tiles in `bands`, query tiles in
 // `chunks`; one item is (head, band, chunk). An item owns dK_j, dV_j of its band's key tiles for
 // its chunk's rows (a partial) and dQ of its chunk's rows for its band's keys (a partial): the
-// partials are summed at the end in band and chunk order. A head alone gives up to 8 x 8 items,
-// where key tiles alone (Tc = 32 at n = 8192) left 16 threads half idle.
+// partials are summed at the end in band and chunk order. About 64 items in all (16 threads x 4):
+// a head alone gives up to 8 x 8, where key tiles alone (Tc = 32 at n = 8192) left 16 threads half
+// idle. Every partial goes through memory (written once, read once), so h heads take about 64 / h
+// items each, by fewer bands: a chunk's dK_j, dV_j are summed in T over its query tiles, so the
+// chunks stay as a head alone has them (dK and dV the same bits for any h), while dQ is summed in
+// double whatever the bands. 16 heads: 1 band x 8 chunks, partials of 72 n d bytes a head where
+// 8 x 8 took 128.
 struct Split {
   index_t bands, chunks;
 };
 
-Split split_for(const Tiling& t) {
+Split split_for(const Tiling& t, index_t heads) {
   const index_t bands = std::clamp<index_t>(t.Tc(), 1, 8);  // one (empty) band when m = 0
-  return {bands, std::min(t.Tr(), ceil_div(64, bands))};
+  const index_t chunks = std::min(t.Tr(), ceil_div(64, bands));
+  const index_t want = ceil_div(64, std::max<index_t>(1, heads));  // items a head
+  return {std::clamp<index_t>(ceil_div(want, std::max<index_t>(1, chunks)), 1, bands), chunks};
 }
 
 // Part k of `count` things cut into `parts` nearly equal runs.
@@ -536,7 +574,7 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
-  const Split sp = split_for(t);
+  const Split sp = split_for(t, s.heads());
   const index_t G = group_size(s.heads(), sp.bands * sp.chunks, threads, 4);
   Workspace<T>& ws = workspace<T>();
   std::vector<BackwardPacks<T>>& packs = packs_for(ws.packs, G);
