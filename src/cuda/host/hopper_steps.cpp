@@ -8,7 +8,8 @@
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
 //              registers, dQ cut by column halves; at d = 128 dQ cut by keys, three stages;
-//              at both, dQ staged without bank conflicts (spread)          hopper_backward.cuh
+//              at both, dQ staged without bank conflicts (spread), dQ's reduces issued by
+//              a writer warp                                                hopper_backward.cuh
 // The rung's own choice at d (its per-d defaults) comes first: the base each step is read against.
 #include "cuda/host/rungs_api.hpp"
 
@@ -18,7 +19,8 @@ namespace {
 // One table of the settings: where each applies (the pass; d, 0 for any; whether only bf16 has
 // its kernel) and what it sets: the forward's HopperFwdSteps (ping-pong, overlap, persistent,
 // consumers, stage_o), or the backward's
-// HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Br, held,
+// HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Stages3 = 32,
+// Writer = 64, Br, held,
 // staging; -1 the rung's default). rung_choice stands once per pass, with every switch at the
 // default.
 struct StepSetting {
@@ -52,6 +54,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_br64, Pass::bwd, 64, true, {}, {true, -1, -1, 64}},
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, {}, {true, 0, -1, -1}},
     {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},  // P, Dq, 3
+    {HopperStep::bwd_dq_writer, Pass::bwd, 0, true, {}, {true, -1, 67, -1}},  // P, Dq, writer
     {HopperStep::bwd_persistent, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 1}},
 };
 

@@ -52,7 +52,8 @@ void hopper_forward_steps(const Shape& s, const AttnParams& params, Variant v, H
 // reduce (bulk_dq) or by each thread's atomics; cut between the warpgroups by columns
 // (dq_by_columns 1: halves of d, each over all keys) or by keys (0); with bulk_dq, the warpgroups'
 // own overlaps (overlap: bit 1, P^T computed while dP^T runs; bit 2, dQ issued before dK; bit 32,
-// three stages of Q_i and dO_i at d = 128; bf16 only); Br query rows a step (the rung's: 128 at d =
+// three stages of Q_i and dO_i at d = 128; bit 64, dQ's reduces issued by a writer warp; bf16
+// only); Br query rows a step (the rung's: 128 at d =
 // 64, 64 at d = 128; and 64 at d = 64, bf16 only); dQ's staging for the bulk reduce (staging: 0
 // swizzled, 1 spread, 2 groups, DqStaging in hopper_backward.cuh; bf16 only). -1: the rung's
 // default.
@@ -99,6 +100,7 @@ enum class HopperStep {
   bwd_br64,
   bwd_dq_by_keys,
   bwd_stages3,
+  bwd_dq_writer,
   bwd_persistent
 };
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p);

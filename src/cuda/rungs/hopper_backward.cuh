@@ -80,6 +80,12 @@ inline constexpr int kHopperBwdDqRows = 16;
 //                  the registers hold both tiles' accumulators: 192 of 240 at d = 64)
 //   kBwdStages3    Q_i, dO_i and (L2, D)_i in three stages, not two: the producer one tile
 //                  further ahead (d = 128 only: at d = 64, Br = 128, a third does not fit)
+//   kBwdDqWriter   dQ's bulk reduces issued by a warp of the producer warpgroup (write_dq_step),
+//                  as FlashAttention-3 gives dQ a warp of its own: a consumer warpgroup stages its
+//                  block, fences and arrives (bar.arrive, no wait), where it met itself twice a
+//                  step around the staging (swizzled) and its issuer waited for the last reduce's
+//                  read; it waits only when its staging is still being read (one dQ block a
+//                  warpgroup a step: the rung's cut at each d)
 // and two bits that move an operand, not the order:
 //   kBwdKRegisters, kBwdVRegisters  the warpgroup's 64 rows of K_j (of V_j) loaded once into
 //                  registers as A fragments (ldmatrix), so that S^T = K_j Q_i^T (dP^T = V_j dO_i^T)
@@ -87,6 +93,10 @@ inline constexpr int kHopperBwdDqRows = 16;
 //                  product (d / 4 registers each; Br = 64)
 inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2, kBwdOverlapNext = 4;
 inline constexpr int kBwdKRegisters = 8, kBwdVRegisters = 16, kBwdStages3 = 32;
+inline constexpr int kBwdDqWriter = 64;
+// The writer's named barriers: full + c, warpgroup c's block staged and fenced; empty + c, its
+// staging read by the last reduce. Each counts the warpgroup's 128 threads and the writer's 32.
+inline constexpr int kBwdDqFull = 5, kBwdDqEmpty = 7, kBwdDqThreads = 160;
 
 // How dQ_i's share of key tile j, dS K_j (Br x d), is cut between the two consumer warpgroups
 // into 64 x 64 blocks (one wgmma accumulator each):
@@ -419,6 +429,38 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
   }
 }
 
+// One step u of dQ's writer warp (kBwdDqWriter): both warpgroups' blocks of dQ_i's share of key
+// tile j (query rows q0.., kDqBlocks = 1), in the consumers' order. Once the reduces of step
+// u - 1 have read their staging (wait_group.read 0: both warpgroups' at once, issued a step ago),
+// each warpgroup may stage again (empty + c); then, warpgroup by warpgroup, once its block is
+// staged (full + c), lane 0 adds it into dQ by the copy engine: the 64 x kW block as kW / 32
+// swizzled boxes of 64 x 32, or (groups) four warps' boxes of 16 rows x 64.
+template <int kD, DqCut kCut, DqStaging kStaging>
+__device__ inline void write_dq_step(const CUtensorMap* tmdQ, float* sdQ, int u, int q0, int head) {
+  constexpr int kW = kCut == DqCut::columns ? kD / 2 : 64;  // the block's columns
+  const bool lane0 = threadIdx.x % 32 == 0;
+  if (u > 0) {
+    if (lane0) hopper_ptx::bulk_wait_read<0>();
+    __syncwarp();
+    for (int c = 0; c < 2; ++c) hopper_ptx::named_barrier_arrive(kBwdDqEmpty + c, kBwdDqThreads);
+  }
+  for (int c = 0; c < 2; ++c) {
+    hopper_ptx::named_barrier_sync(kBwdDqFull + c, kBwdDqThreads);
+    if (!lane0) continue;
+    const int r0 = kCut == DqCut::rows ? 64 * c : 0, c0 = kCut == DqCut::columns ? kW * c : 0;
+    float* block = sdQ + c * 64 * 64;
+    if constexpr (kStaging == DqStaging::groups) {
+      for (int w = 0; w < 4; ++w)
+        hopper_ptx::tma_reduce_add_4d(tmdQ, 0, q0 + r0 + kHopperBwdDqRows * w, c0 / 8, head,
+                                      block + w * kHopperBwdDqRows * 64);
+    } else {
+      for (int h = 0; h < kW / 32; ++h)
+        hopper_ptx::tma_reduce_add_3d(tmdQ, c0 + 32 * h, q0 + r0, head, block + h * 64 * 32);
+    }
+    hopper_ptx::bulk_commit();
+  }
+}
+
 struct BwdItem {
   int j, head;
 };
@@ -439,6 +481,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   constexpr bool kKRegs = kOverlap & kBwdKRegisters, kVRegs = kOverlap & kBwdVRegisters;
   constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
   constexpr bool kByWarp = kStaging == DqStaging::groups, kSpread = kStaging == DqStaging::spread;
+  constexpr bool kWriter = kOverlap & kBwdDqWriter;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmem<kD, kBr, kCut, (kOverlap & kBwdStages3) ? 3 : 2>;
   static_assert(L::kBytes <= int(kSmemOptIn), "the stages do not fit in shared memory");
@@ -457,6 +500,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                                   kHopperConsumerRegisters),
       "K_j or V_j in registers: Br = 64, and registers for their fragments");
   static_assert(!kPersistent || !kNext, "the persistent grid: without the pipeline across tiles");
+  static_assert(!kWriter || (kDq == DqWay::bulk_add && !kNext && !kSpread && L::kDqBlocks == 1),
+                "dQ's writer warp: the bulk reduce of one block a warpgroup a step");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -511,6 +556,17 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
 
   if (wg == 0) {  // the producer
     hopper_ptx::setmaxnreg_dec<kHopperProducerRegisters>();
+    if constexpr (kWriter)
+      if (threadIdx.x / 32 == 1) {  // dQ's writer: warp 1, over the consumers' steps
+        int u = 0;                  // (32-bit counts, in its 24 registers)
+        for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
+          const BwdItem it = item(wi);
+          for (int i = int(first_query_tile(a.tiling, a.mask, it.j)); i < int(Tr); ++i, ++u)
+            write_dq_step<kD, kCut, kStaging>(&tmdQ, sdQ, u, i * Br, it.head);
+        }
+        if (threadIdx.x == 32) hopper_ptx::bulk_wait<0>();  // the last reduces done
+        return;
+      }
     if (threadIdx.x != 0) return;
     index_t u = 0;  // steps loaded so far, over the items: stage u % kStages
     int kv = 0;     // K_j, V_j loaded so far (persistent: one fill of full_kv an item)
@@ -589,9 +645,20 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     // dQ's block (rows q0 + r0.., columns c0..) of dS K_j, times scale, added into dQ: by atomics,
     // or staged (once every thread knows the staging is free) and reduced by the copy engine:
     // warp by warp (groups), or once the warpgroup has met (swizzled).
-    const auto send_dq = [&](const auto& dq, index_t q0, int r0, int c0, int blk) {
+    // With the writer warp: staged once the writer has seen the last reduce read the staging
+    // (from the block's second step u on), fenced, and announced; the writer issues the reduce.
+    const auto send_dq = [&](const auto& dq, index_t u, index_t q0, int r0, int c0, int blk) {
       [[maybe_unused]] constexpr int kW = 8 * int(sizeof(dq) / sizeof(dq[0]));  // 64 or 32 columns
-      if constexpr (kDq == DqWay::atomics) {
+      if constexpr (kWriter) {
+        float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
+        if (u > 0) hopper_ptx::named_barrier_sync(kBwdDqEmpty + c, kBwdDqThreads);
+        if constexpr (kByWarp)
+          stage_dq_groups(mine + w * kHopperBwdDqRows * 64, dq, a.scale);
+        else
+          stage_dq_swizzled<false, kW>(mine, dq, a.scale);
+        hopper_ptx::fence_proxy_async();  // the stores seen by the copy engine, then announced
+        hopper_ptx::named_barrier_arrive(kBwdDqFull + c, kBwdDqThreads);
+      } else if constexpr (kDq == DqWay::atomics) {
         write_block<kD, kW, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
       } else if constexpr (kByWarp) {
         float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64 + w * kHopperBwdDqRows * 64;
@@ -622,7 +689,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     // groups and spread, which the barrier then tells; with swizzled, after it, and send_dq's first
     // barrier tells the rest).
     const auto dst_in_place = [&] {
-      constexpr bool kBulk = kDq == DqWay::bulk_add, kWaitFirst = kByWarp || kSpread;
+      constexpr bool kBulk = kDq == DqWay::bulk_add && !kWriter, kWaitFirst = kByWarp || kSpread;
       if (kBulk && kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
       hopper_ptx::fence_proxy_async();
       if constexpr (kMeet)
@@ -702,7 +769,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
           release_stage();
           if constexpr (kAtomicDq) {
             hopper_ptx::fence_operands(dq);
-            send_dq(dq, q0, 0, 0, 0);
+            send_dq(dq, u, q0, 0, 0, 0);
           }
         };
         // Tile i + 1's products issued and waited for in one branch, not across the loop's back
@@ -744,7 +811,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
           }
           hopper_ptx::fence_operands(dq);
           if (!kDqFirst && blk == 0) release_stage();
-          send_dq(dq, q0, r0, c0, blk);
+          send_dq(dq, u, q0, r0, c0, blk);
         }
         if constexpr (kDqFirst) {
           hopper_ptx::wgmma_wait<0>();
@@ -764,7 +831,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     write_block<kD, kD, false>(a.dV + head * a.n_keys * kD, dv, key0, a.n_keys, 0, 1.0f);
     if (i0 < Tr) u0 += int(Tr - i0), ++kv;
   }
-  if (kDq == DqWay::bulk_add && issuer) hopper_ptx::bulk_wait<0>();
+  if (kDq == DqWay::bulk_add && !kWriter && issuer) hopper_ptx::bulk_wait<0>();
 #else
   __trap();  // built for a GPU without sm_90a's instructions: the host refuses before launching
 #endif
