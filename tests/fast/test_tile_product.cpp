@@ -16,8 +16,8 @@ template <class T>
 void check_products(const fast::Kernels& kernels) {
   const index_t W = kernels.simd_bytes / index_t(sizeof(T));
   TorchGenerator gen(9);
-  for (index_t rows : {1, 5, 6, 7, 13, 31})
-    for (index_t N : {W, 2 * W, 3 * W, 4 * W, 5 * W, 9 * W})
+  for (index_t rows : {1, 2, 3, 4, 5, 6, 7, 13, 31})  // past the 6-row blocks: 1 to 5 rows
+    for (index_t N : {W, 2 * W, 3 * W, 4 * W, 5 * W, 9 * W, 17 * W})
       for (index_t K : {1, 3, 64, 70})
         for (bool transposed : {false, true})
           for (bool accumulate : {false, true}) {

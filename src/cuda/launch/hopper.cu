@@ -347,7 +347,8 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
       // dQ's reduces issued by a writer warp (the rung's cut, staging and overlaps beside)
       if constexpr (kBr == HopperBwdTiles<kD>::Br && HopperBwdSmem<kD, kBr, kCut>::kDqBlocks == 1)
         if (steps.bwd_overlap == (hopper_bwd_overlap(kD, kBr) | kBwdDqWriter) &&
-            steps.dq_by_columns < 0 && steps.bwd_held == 0 && !other_staging) {
+            steps.dq_by_columns < 0 && steps.bwd_held == 0 && !other_staging &&
+            !steps.bwd_persistent) {
           constexpr int O = hopper_bwd_overlap(kD, kBr) | kBwdDqWriter;
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
         }
