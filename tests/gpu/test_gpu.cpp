@@ -570,6 +570,60 @@ TEST_CASE("decode: the inputs drawn on the GPU come back as the kernel read them
   }
 }
 
+// The variant with each step's loads issued a step ahead (decode_kernel<..., true>) computes the
+// same arithmetic in the same order: the same bits as the plain kernel, every split's parts too.
+TEST_CASE("decode: the loads a step ahead give the plain kernel's bits") {
+  for (Precision prec : {Precision::bf16, Precision::fp16, Precision::fp32})
+    for (const DecodeCase& c : kDecodeCases)
+      for (bool causal : {false, true}) {
+        const DecodeShape shape{c.heads, c.n, c.m, c.d};
+        const AttnParams p{causal, CausalAlign::bottom_right, {}};
+        const index_t Tc = decode_tiling(shape, cuda::decode_tiles(c.n)).Tc();
+        for (index_t num_splits : {index_t(1), index_t(3)}) {
+          if (num_splits > Tc) continue;
+          INFO(precision_name(prec) << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d="
+                                    << c.d << " causal=" << causal << " splits=" << num_splits);
+          const cuda::DecodeInputs drawn{nullptr, nullptr, nullptr, 11};
+          const cuda::DecodeRun plain =
+              cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, false);
+          const cuda::DecodeRun ahead =
+              cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, true);
+          CHECK(plain.O == ahead.O);
+          CHECK(plain.L == ahead.L);
+          CHECK(plain.O_part == ahead.O_part);
+          CHECK(plain.L_part == ahead.L_part);
+        }
+      }
+}
+
+// Not a test (-tc="decode speed*" --no-skip): the plain kernel and the loads a step ahead, each
+// with its own plan (its occupancy), at decode_compare.py's cases, beside a device-to-device copy
+// (bytes read + written) of the K and V bytes: TB/s = 2 h m d 2 bytes / median time of 50.
+TEST_CASE("decode speed, printed" * doctest::skip()) {
+  for (index_t m : {65536, 1048576})
+    for (index_t h : {8, 32})
+      for (index_t d : {64, 128}) {
+        const DecodeShape shape{h, 1, m, d};
+        const double bytes = 2.0 * double(h * m * d) * 2;
+        const cuda::CopyBandwidth copy = cuda::copy_bandwidth(bytes, 20);
+        for (bool ahead : {false, true}) {
+          const cuda::DecodeWorkers w = cuda::decode_workers(Precision::bf16, d, 1, ahead);
+          const Tiling t = decode_tiling(shape, cuda::decode_tiles(1));
+          const index_t splits =
+              plan_splits(decode_units(shape, cuda::decode_tiles(1)), w.workers(), t.Tc()).splits;
+          cuda::DecodeRun r =
+              cuda::decode(shape, AttnParams{}, Precision::bf16, splits,
+                           cuda::DecodeInputs{nullptr, nullptr, nullptr, 3}, {}, 3, 50, ahead);
+          std::sort(r.ms.begin(), r.ms.end());
+          const double ms = r.ms[r.ms.size() / 2], tbps = bytes / (ms * 1e-3) / 1e12;
+          MESSAGE("decode m=" << m << " h=" << h << " d=" << d << " ahead=" << ahead
+                              << " S=" << splits << " blocks/SM=" << w.blocks_per_sm << ": " << ms
+                              << " ms, " << tbps << " TB/s, " << 100 * tbps / copy.tbps
+                              << " % of the copy's " << copy.tbps << " TB/s");
+        }
+      }
+}
+
 // The GPU ring (cuda/host/ring_api.hpp) on P ranks sharing this GPU: threads of this process, the
 // blocks passed through the host (RingLink::host; P = 1 passes none: the one-GPU run of
 // `flashdemo ring --device cuda`). The same schedule, steps and merge as over NCCL, only the link

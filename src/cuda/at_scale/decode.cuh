@@ -102,32 +102,53 @@ struct Uncached {
 
 // One step of the block over kStepKeys keys from `base`: this warp's kWarpKeys of them, key j of
 // each of its U loads. Checked: keys at or past key_end are not read, and row r's scores at or
-// past row_end[r] are -inf; unchecked steps lie wholly below every row's end.
-template <class E, int kD, int R, bool kChecked>
-__device__ inline void decode_step(const DecodeArgs<E>& a, const E* K, const E* V, index_t base,
-                                   index_t key_end, const index_t (&row_end)[R],
-                                   const float (&q)[R][DecodeLayout<E, kD>::kPer],
-                                   DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp, int j,
-                                   int c) {
+// past row_end[r] are -inf; unchecked steps lie wholly below every row's end. In two parts: the
+// step's loads (every one in flight before any arithmetic), then its update of the state.
+template <class E, int kD>
+struct DecodeLoads {
+  uint4 k[DecodeLayout<E, kD>::U], v[DecodeLayout<E, kD>::U];  // chunk c of key j of each load
+};
+
+template <class E, int kD>
+__device__ inline index_t decode_key(index_t base, int warp, int u, int j) {
+  using Lay = DecodeLayout<E, kD>;
+  return base + warp * Lay::kWarpKeys + u * Lay::kKeysPerLoad + j;
+}
+
+template <class E, int kD, bool kChecked>
+__device__ inline DecodeLoads<E, kD> decode_loads(const E* K, const E* V, index_t base,
+                                                  index_t key_end, int warp, int j, int c) {
   using Lay = DecodeLayout<E, kD>;
   constexpr int U = Lay::U, kPer = Lay::kPer;
-  index_t key[U];
-  uint4 kr[U], vr[U];
+  DecodeLoads<E, kD> x;
 #pragma unroll
-  for (int u = 0; u < U; ++u) key[u] = base + warp * Lay::kWarpKeys + u * Lay::kKeysPerLoad + j;
+  for (int u = 0; u < U; ++u) {
+    const index_t key = decode_key<E, kD>(base, warp, u, j);
+    x.k[u] = !kChecked || key < key_end ? ptx::load_stream_16(K + key * kD + c * kPer)
+                                        : make_uint4(0, 0, 0, 0);
+  }
 #pragma unroll
-  for (int u = 0; u < U; ++u)  // every load of the step in flight before any arithmetic
-    kr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(K + key[u] * kD + c * kPer)
-                                          : make_uint4(0, 0, 0, 0);
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-    vr[u] = !kChecked || key[u] < key_end ? ptx::load_stream_16(V + key[u] * kD + c * kPer)
-                                          : make_uint4(0, 0, 0, 0);
+  for (int u = 0; u < U; ++u) {
+    const index_t key = decode_key<E, kD>(base, warp, u, j);
+    x.v[u] = !kChecked || key < key_end ? ptx::load_stream_16(V + key * kD + c * kPer)
+                                        : make_uint4(0, 0, 0, 0);
+  }
+  return x;
+}
+
+template <class E, int kD, int R, bool kChecked>
+__device__ inline void decode_update(const DecodeArgs<E>& a, const DecodeLoads<E, kD>& x,
+                                     index_t base, const index_t (&row_end)[R],
+                                     const float (&q)[R][DecodeLayout<E, kD>::kPer],
+                                     DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp,
+                                     int j) {
+  using Lay = DecodeLayout<E, kD>;
+  constexpr int U = Lay::U, kPer = Lay::kPer;
   float s[R][U];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     float k[kPer];
-    to_floats<E>(kr[u], k);
+    to_floats<E>(x.k[u], k);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float dot = 0.0f;
@@ -143,8 +164,9 @@ __device__ inline void decode_step(const DecodeArgs<E>& a, const E* K, const E* 
 #pragma unroll
       for (int off = Lay::G / 2; off > 0; off /= 2)  // the G chunks of the key's row
         s[r][u] += __shfl_xor_sync(0xffffffffu, s[r][u], off);
-      s[r][u] *= a.scale2;                                               // S2 = c <Q_q, K_k>
-      if (kChecked && key[u] >= row_end[r]) s[r][u] = neg_inf<float>();  // masked, or past the end
+      s[r][u] *= a.scale2;  // S2 = c <Q_q, K_k>
+      if (kChecked && decode_key<E, kD>(base, warp, u, j) >= row_end[r])
+        s[r][u] = neg_inf<float>();  // masked, or past the end
     }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -162,12 +184,23 @@ __device__ inline void decode_step(const DecodeArgs<E>& a, const E* K, const E* 
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     float v[kPer];
-    to_floats<E>(vr[u], v);
+    to_floats<E>(x.v[u], v);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int i = 0; i < kPer; ++i) st.o[r][i] = fmaf(s[r][u], v[i], st.o[r][i]);  // O += p V_k
   }
+}
+
+template <class E, int kD, int R, bool kChecked>
+__device__ inline void decode_step(const DecodeArgs<E>& a, const E* K, const E* V, index_t base,
+                                   index_t key_end, const index_t (&row_end)[R],
+                                   const float (&q)[R][DecodeLayout<E, kD>::kPer],
+                                   DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp, int j,
+                                   int c) {
+  decode_update<E, kD, R, kChecked>(a,
+                                    decode_loads<E, kD, kChecked>(K, V, base, key_end, warp, j, c),
+                                    base, row_end, q, st, warp, j);
 }
 
 // Merges the states of the lanes `off` apart (off = G, 2G, .. 16: the key groups of the warp).
@@ -240,7 +273,11 @@ __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
   }
 }
 
-template <class E, int kD, int R>
+// kAhead: the unchecked steps software-pipelined, step k + 1's loads issued before step k's
+// update, so that a lane has a step's loads in flight while it computes (twice the bytes in flight
+// of a block; the same arithmetic in the same order: the same bits). A variant, timed beside the
+// plain kernel (decode_kernel_ahead in decode_api.hpp).
+template <class E, int kD, int R, bool kAhead = false>
 __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
     decode_kernel(const DecodeArgs<E> a) {
   using Lay = DecodeLayout<E, kD>;
@@ -278,6 +315,17 @@ __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
   const E* K = a.K + head * a.n_keys * kD;
   const E* V = a.V + head * a.n_keys * kD;
   index_t base = keys.begin;
+  if (kAhead && base + Lay::kStepKeys <= all_see) {
+    DecodeLoads<E, kD> now = decode_loads<E, kD, false>(K, V, base, some_see, warp, j, c);
+    for (; base + 2 * Lay::kStepKeys <= all_see; base += Lay::kStepKeys) {
+      const DecodeLoads<E, kD> next =
+          decode_loads<E, kD, false>(K, V, base + Lay::kStepKeys, some_see, warp, j, c);
+      decode_update<E, kD, R, false>(a, now, base, row_end, q, st, warp, j);
+      now = next;
+    }
+    decode_update<E, kD, R, false>(a, now, base, row_end, q, st, warp, j);
+    base += Lay::kStepKeys;
+  }
   for (; base + Lay::kStepKeys <= all_see; base += Lay::kStepKeys)
     decode_step<E, kD, R, false>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
   for (; base < some_see; base += Lay::kStepKeys)

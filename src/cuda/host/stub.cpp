@@ -88,12 +88,12 @@ double gemm_tflops_bf16(index_t, int) {
   no_cuda();
 }
 
-DecodeWorkers decode_workers(Precision, index_t, index_t) {
+DecodeWorkers decode_workers(Precision, index_t, index_t, bool) {
   no_cuda();
 }
 
 DecodeRun decode(const DecodeShape&, const AttnParams&, Precision, index_t, const DecodeInputs&,
-                 const std::vector<index_t>&, int, int) {
+                 const std::vector<index_t>&, int, int, bool) {
   no_cuda();
 }
 

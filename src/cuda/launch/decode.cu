@@ -2,7 +2,8 @@
 // the device (uploaded, or drawn there), the kernel chosen by (element type, d, rows per group),
 // its occupancy for the plan, its timing, and the device-to-device copy it is measured against.
 //   element type E:  float, __nv_bfloat16 or __half (fp32, bf16, fp16)
-//   kernel:          decode_kernel<E, d, R>, d of DecodeHeadDims, R = 1 (n = 1) or 4 query rows
+//   kernel:          decode_kernel<E, d, R, ahead>, d of DecodeHeadDims, R = 1 (n = 1) or 4 query
+//                    rows, the loads a step ahead (a variant, timed beside) or not
 //   grid:            units x S blocks of 128 threads, the S splits of a unit side by side
 //   device draw:     x_i = sqrt(-2 ln u1) cos(2 pi u2), (u1, u2) from splitmix64 of (seed, array,
 //                    i), rounded to E: normal values, not torch.randn's (that is the host's)
@@ -67,10 +68,11 @@ struct Element {
   using type = E;
 };
 
-// Calls f(decode_kernel<E, d, R>) with the compile-time choices of this case (after the refusal):
-// E by the precision, d of DecodeHeadDims (head_dims.hpp), R rows per group.
+// Calls f(decode_kernel<E, d, R, ahead>) with the compile-time choices of this case (after the
+// refusal): E by the precision, d of DecodeHeadDims (head_dims.hpp), R rows per group, and the
+// loads a step ahead or not.
 template <class F>
-void with_kernel(Precision p, index_t d, index_t n, F&& f) {
+void with_kernel(Precision p, index_t d, index_t n, bool ahead, F&& f) {
   const Refusal no = decode_refuses(d, p);
   if (no) throw CudaError(no.english);
   auto by_d = [&](auto element) {
@@ -78,9 +80,9 @@ void with_kernel(Precision p, index_t d, index_t n, F&& f) {
     with_head_dim(DecodeHeadDims{}, d, [&](auto dim) {
       constexpr int kD = decltype(dim)::value;
       if (n == 1)
-        f(decode_kernel<E, kD, 1>);
+        ahead ? f(decode_kernel<E, kD, 1, true>) : f(decode_kernel<E, kD, 1>);
       else
-        f(decode_kernel<E, kD, 4>);
+        ahead ? f(decode_kernel<E, kD, 4, true>) : f(decode_kernel<E, kD, 4>);
     });
   };
   if (p == Precision::bf16) return by_d(Element<__nv_bfloat16>{});
@@ -147,14 +149,14 @@ DecodeRun run_with(const DecodeShape& s, const AttnParams& params, index_t num_s
 
 }  // namespace
 
-DecodeWorkers decode_workers(Precision p, index_t d, index_t n) {
+DecodeWorkers decode_workers(Precision p, index_t d, index_t n, bool ahead) {
   require_gpu();
   DecodeWorkers w;
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   w.gpu = prop.name;
   w.sms = prop.multiProcessorCount;
-  with_kernel(p, d, n, [&](auto kernel) {
+  with_kernel(p, d, n, ahead, [&](auto kernel) {
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.blocks_per_sm, kernel, 128, 0),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   });
@@ -162,13 +164,14 @@ DecodeWorkers decode_workers(Precision p, index_t d, index_t n) {
 }
 
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
-                 const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps) {
+                 const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
+                 bool ahead) {
   require_gpu();
   const Tiling t = decode_tiling(s, decode_tiles(s.n));
   if (splits < 1 || splits > std::max<index_t>(1, t.Tc()) || splits > kMaxSplits)
     throw CudaError("splits must lie in 1 .. min(the number of key tiles, 128)");
   DecodeRun run;
-  with_kernel(prec, s.d, s.n,
+  with_kernel(prec, s.d, s.n, ahead,
               [&](auto kernel) { run = run_with(s, p, splits, in, heads, warmup, reps, kernel); });
   return run;
 }
