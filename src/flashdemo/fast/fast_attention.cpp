@@ -302,7 +302,8 @@ void recompute_p_row(T* S, index_t keep, index_t cols, T scale, T L, T L_lo) {
   exp_row(S, keep, cols, L, L_lo);
 }
 
-// A thread's tiles in the backward: P and dP (Br x Bc'), dK_j and dV_j (Bc x d'), dQ_i (Br x d').
+// A thread's tiles in the backward: P and dP (Br x Bc'), dK_j and dV_j (Bc x d'; used where d' >
+// d), dQ_i (Br x d').
 template <class T>
 struct BackwardScratch {
   std::vector<T> P, dP, dKj, dVj, dQi;
@@ -429,8 +430,13 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
                    T* dK, T* dV, index_t j, Range queries, BackwardScratch<T>& w) {
   const Range cols = t.cols(j);
   const index_t bc = cols.size(), d = pk.Kt.d, dp = pk.Kp.dp, bcp = pk.Kt.bcp;
-  std::fill(w.dKj.begin(), w.dKj.end(), T(0));
-  std::fill(w.dVj.begin(), w.dVj.end(), T(0));
+  // dK_j, dV_j summed over the query tiles in T: in the partials' own rows where a row is whole
+  // vectors (d = d': no copy, no zeroing), else in the thread's tiles, copied out at the end. The
+  // first product writes them (C = A B), the rest add (the same bits as adding to zeros).
+  const bool in_place = dp == d;
+  T* dKj = in_place ? dK + cols.begin * d : w.dKj.data();
+  T* dVj = in_place ? dV + cols.begin * d : w.dVj.data();
+  bool first = true;
   for (index_t i = queries.begin; i < queries.end; ++i) {
     const TileKind kind = t.classify(mask, i, j);
     if (kind == TileKind::skipped) continue;
@@ -444,17 +450,23 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
     for (index_t r = 0; r < br; ++r)  // P = exp(S - L)
       recompute_p_row(&w.P[r * bcp], visible_in(mask, kind, rows.begin + r, cols), bc, scale,
                       L[rows.begin + r], L_lo ? L_lo[rows.begin + r] : T(0));
-    tile_product(bc, dp, br, w.P.data(), pk.dOp.rows(rows.begin), w.dVj.data(),  // dV += P^T dO
-                 Strides{1, bcp, dp, dp}, true);
+    tile_product(bc, dp, br, w.P.data(), pk.dOp.rows(rows.begin), dVj,  // dV += P^T dO
+                 Strides{1, bcp, dp, dp}, !first);
     for (index_t r = 0; r < br; ++r)  // dS = P (dP - D)
       Row<T>(&w.P[r * bcp], bc) *= Row<T>(&w.dP[r * bcp], bc) - D[rows.begin + r];
-    tile_product(bc, dp, br, w.P.data(), pk.Qp.rows(rows.begin), w.dKj.data(),  // dK += dS^T Q
-                 Strides{1, bcp, dp, dp}, true);
+    tile_product(bc, dp, br, w.P.data(), pk.Qp.rows(rows.begin), dKj,  // dK += dS^T Q
+                 Strides{1, bcp, dp, dp}, !first);
     tile_product(br, dp, bc, w.P.data(), pk.Kp.rows(cols.begin), w.dQi.data(),  // dQ_i = dS K_j
                  Strides{bcp, 1, dp, dp}, false);
     for (index_t r = 0; r < br; ++r)  // dQ += dS K, summed across key tiles in double
       for (index_t x = 0; x < d; ++x) dQ[(rows.begin + r) * d + x] += double(w.dQi[r * dp + x]);
+    first = false;
   }
+  if (first) {  // no query tile sees key tile j: zeros
+    std::fill(dKj, dKj + bc * dp, T(0));
+    std::fill(dVj, dVj + bc * dp, T(0));
+  }
+  if (in_place) return;
   for (index_t c = 0; c < bc; ++c)
     for (index_t x = 0; x < d; ++x) {
       dK[(cols.begin + c) * d + x] = w.dKj[c * dp + x];
