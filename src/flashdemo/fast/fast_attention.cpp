@@ -302,17 +302,17 @@ void recompute_p_row(T* S, index_t keep, index_t cols, T scale, T L, T L_lo) {
   exp_row(S, keep, cols, L, L_lo);
 }
 
-// A thread's tiles in the backward: P and dP (Br x Bc'), dK_j and dV_j (Bc x d'; used where d' >
-// d), dQ_i (Br x d').
+// A thread's tiles in the backward: P and dP (Br x Bc'), dK_j and dV_j (Bc x d', only where
+// d' > d: else they are summed in the partials' rows, backward_tile), dQ_i (Br x d').
 template <class T>
 struct BackwardScratch {
   std::vector<T> P, dP, dKj, dVj, dQi;
-  BackwardScratch(const Tiling& t, index_t dp)
+  BackwardScratch(const Tiling& t, index_t d)
       : P(std::size_t(t.Br * padded<T>(t.Bc))),
         dP(P.size()),
-        dKj(std::size_t(t.Bc * dp)),
+        dKj(std::size_t(padded<T>(d) > d ? t.Bc * padded<T>(d) : 0)),
         dVj(dKj.size()),
-        dQi(std::size_t(t.Br * dp)) {}
+        dQi(std::size_t(t.Br * padded<T>(d))) {}
 };
 
 // One head's operands for the backward.
@@ -599,7 +599,7 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
     // to exactly 0.
 #pragma omp for schedule(static)
     for (index_t r = 0; r < rows; ++r) D[r] = row_D(dO + r * s.d, O + r * s.d, s.d);
-    BackwardScratch<T> w(t, padded<T>(s.d));
+    BackwardScratch<T> w(t, s.d);
     for (index_t h0 = 0; h0 < s.heads(); h0 += G) {
       const index_t g = std::min(G, s.heads() - h0);
       for (index_t x = 0; x < g; ++x) {
