@@ -31,8 +31,8 @@ struct DecodeWorkers {
   int sms = 0, blocks_per_sm = 0;
   index_t workers() const { return index_t(sms) * blocks_per_sm; }
 };
-// ahead: of the variant with its loads a step ahead (decode below).
-DecodeWorkers decode_workers(Precision p, index_t d, index_t n, bool ahead = false);
+// ahead: of the variant with its loads a step ahead (decode below; the default).
+DecodeWorkers decode_workers(Precision p, index_t d, index_t n, bool ahead = true);
 
 // Where Q, K, V come from: host arrays of the shape's sizes holding values of the precision
 // (rounded to it), or, all null, drawn on the device (a counter-based normal draw of the seed,
@@ -53,10 +53,11 @@ struct DecodeRun {
 // parts' L_s in shared memory) for the outputs, then `reps` timed runs after
 // `warmup` untimed ones on the same device arrays; `heads`: the heads whose inputs come back.
 // ahead: the kernel's variant that issues each step's loads before the step before is computed
-// (software pipelining: twice the bytes in flight; the same bits), timed beside the plain kernel.
+// (software pipelining: twice the bytes in flight; the same bits): the default, 1.01x to 1.18x the
+// plain kernel (ahead = false) at decode_compare's 8 cases (docs/at-scale.md).
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
                  const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
-                 bool ahead = false);
+                 bool ahead = true);
 
 // A device-to-device cudaMemcpy of `bytes`: the median milliseconds of `reps` after one warm-up,
 // and (bytes read + bytes written) / time in TB/s.
