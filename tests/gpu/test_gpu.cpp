@@ -597,8 +597,9 @@ TEST_CASE("decode: the loads a step ahead give the plain kernel's bits") {
 }
 
 // Not a test (-tc="decode speed*" --no-skip): the plain kernel and the loads a step ahead, each
-// with its own plan (its occupancy), at decode_compare.py's cases, beside a device-to-device copy
-// (bytes read + written) of the K and V bytes: TB/s = 2 h m d 2 bytes / median time of 50.
+// with its own plan (its occupancy; the GPU's minimum split, as flashdemo decode plans), at
+// decode_compare.py's cases, beside a device-to-device copy (bytes read + written) of the K and V
+// bytes: TB/s = 2 h m d 2 bytes / median time of 50.
 TEST_CASE("decode speed, printed" * doctest::skip()) {
   for (index_t m : {65536, 1048576})
     for (index_t h : {8, 32})
@@ -609,8 +610,9 @@ TEST_CASE("decode speed, printed" * doctest::skip()) {
         for (bool ahead : {false, true}) {
           const cuda::DecodeWorkers w = cuda::decode_workers(Precision::bf16, d, 1, ahead);
           const Tiling t = decode_tiling(shape, cuda::decode_tiles(1));
-          const index_t splits =
-              plan_splits(decode_units(shape, cuda::decode_tiles(1)), w.workers(), t.Tc()).splits;
+          const index_t splits = plan_splits(decode_units(shape, cuda::decode_tiles(1)),
+                                             w.workers(), t.Tc(), gpu_min_split_tiles(t.Bc))
+                                     .splits;  // the plan flashdemo decode runs
           cuda::DecodeRun r =
               cuda::decode(shape, AttnParams{}, Precision::bf16, splits,
                            cuda::DecodeInputs{nullptr, nullptr, nullptr, 3}, {}, 3, 50, ahead);

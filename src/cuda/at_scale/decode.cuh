@@ -276,8 +276,8 @@ __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
 // kAhead: the unchecked steps software-pipelined, step k + 1's loads issued before step k's
 // update, so that a lane has a step's loads in flight while it computes (twice the bytes in flight
 // of a block; the same arithmetic in the same order: the same bits). The kernel decode() runs
-// (1.00x to 1.18x the plain kernel on the H200, docs/at-scale.md); the plain one is kept to be
-// timed beside it.
+// (faster than the plain kernel in all 8 cases timed on the H200, docs/at-scale.md); the plain one
+// is kept to be timed beside it.
 template <class E, int kD, int R, bool kAhead = false>
 __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
     decode_kernel(const DecodeArgs<E> a) {

@@ -53,7 +53,7 @@ struct DecodeRun {
 // parts' L_s in shared memory) for the outputs, then `reps` timed runs after
 // `warmup` untimed ones on the same device arrays; `heads`: the heads whose inputs come back.
 // ahead: the kernel's variant that issues each step's loads before the step before is computed
-// (software pipelining: twice the bytes in flight; the same bits): the default, 1.00x to 1.18x the
+// (software pipelining: twice the bytes in flight; the same bits): the default, faster than the
 // plain kernel (ahead = false) at decode_compare's 8 cases (docs/at-scale.md).
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
                  const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
