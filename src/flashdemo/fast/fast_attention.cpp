@@ -38,7 +38,7 @@ using Map = Eigen::Map<Tile<T>>;
 template <class T>
 using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// exp on one vector: ours for float (vector_exp.hpp, within 1 ulp), Eigen's for double.
+// exp on one vector: ours for float (vector_exp.hpp, within 1.04 ulp), Eigen's for double.
 template <class T>
 typename Simd<T>::V exp_lanes(typename Simd<T>::V x) {
   if constexpr (std::is_same_v<T, float>) {
@@ -76,6 +76,14 @@ T lane_sum(typename Simd<T>::V v) {
   return halves_sum<T, W>(v, std::make_index_sequence<W / 2>());
 }
 
+// v as it is, rounded to T: the compiler may not fuse the product that made it into the next
+// addition (the kernels compile with -ffp-contract=fast, and the scale must round once, alone).
+template <class V>
+V rounded(V v) {
+  asm("" : "+v"(v));
+  return v;
+}
+
 // v on lanes [0, count), 0 on the rest.
 template <class T>
 typename Simd<T>::V first_lanes(typename Simd<T>::V v, index_t count) {
@@ -86,62 +94,78 @@ typename Simd<T>::V first_lanes(typename Simd<T>::V v, index_t count) {
   return lane < I(count) ? v : typename Simd<T>::V{};
 }
 
-// P = exp((S - shift) - lo) on S[0, keep), 0 on S[keep, cols); returns rowsum P. Whole vectors
-// from the row's start (the row has room for keep rounded up to whole vectors): every score goes
-// through the same instructions wherever the row lies in memory (bit-reproducible results).
-// lo = 0 in the forward (x - 0 is x); in the backward, L's rounding error.
-template <class T>
-T exp_row(T* S, index_t keep, index_t cols, T shift, T lo = T(0)) {
+// P = exp((scale S - shift) - lo) on S[0, keep), 0 on S[keep, cols); returns rowsum P. The
+// scale rounds once, as in the reference; lo (kLo) is L's rounding error in the backward, absent
+// in the forward. Whole vectors from the row's start (the row has room for keep rounded up to whole
+// vectors): every score goes through the same instructions wherever the row lies in memory
+// (bit-reproducible results). each(k, P[k .. k + W)) is called for every vector formed.
+template <bool kLo, class T, class Each>
+T exp_row(T* S, index_t keep, index_t cols, T scale, T shift, T lo, Each each) {
   using V = typename Simd<T>::V;
   const index_t W = Simd<T>::W, end = padded<T>(keep);
+  const auto arg = [&](const T* s) {
+    const V x = rounded(Simd<T>::load(s) * scale) - shift;
+    if constexpr (kLo)
+      return V(x - lo);
+    else
+      return x;
+  };
   V sum{};
   index_t k = 0;
   for (; k + W <= keep; k += W) {
-    const V e = exp_lanes<T>((Simd<T>::load(S + k) - shift) - lo);
+    const V e = exp_lanes<T>(arg(S + k));
     Simd<T>::store(S + k, e);
     sum += e;
+    each(k, e);
   }
   if (k < keep) {  // the last vector: its lanes past keep are masked keys
-    const V e = first_lanes<T>(exp_lanes<T>((Simd<T>::load(S + k) - shift) - lo), keep - k);
+    const V e = first_lanes<T>(exp_lanes<T>(arg(S + k)), keep - k);
     Simd<T>::store(S + k, e);
     sum += e;
+    each(k, e);
   }
   const T rowsum = lane_sum<T>(sum);  // before the call below, which would keep sum in memory
   std::fill(S + end, S + std::max(cols, end), T(0));
   return rowsum;
 }
 
-// One row of a score tile, in place:
-//   S = scale S on the `keep` visible keys (the scale rounds once, as in the reference), P = 0 on
-//   the rest;  m_new = max(m, rowmax S);  P = exp(S - m_new);  returns rowsum P and sets m to
-//   m_new, alpha to exp(m_old - m_new) (0 while m_old = -inf).
-// S = scale S on S[0, keep) and its max, in one pass over the row (-inf for keep = 0).
-template <class T>
-T scale_and_max(T* S, index_t keep, T scale) {
+// The largest of round(scale S[k]) over k < keep, without writing S: rounding is monotone, so it
+// is round(scale max S) for scale >= 0 and round(scale min S) below (-inf for keep = 0). The scale
+// is applied where P is formed (exp_row), which saves the row a store and a reload.
+template <bool kMax, class T>
+T extreme(const T* S, index_t keep) {
   using V = typename Simd<T>::V;
   const index_t W = Simd<T>::W;
-  V top = V{} + neg_inf<T>();
+  const T start = kMax ? neg_inf<T>() : -neg_inf<T>();
+  const auto pick = [](auto a, auto b) { return kMax ? (a > b ? a : b) : (a < b ? a : b); };
+  V top = V{} + start;
   index_t k = 0;
-  for (; k + W <= keep; k += W) {
-    const V s = Simd<T>::load(S + k) * scale;
-    Simd<T>::store(S + k, s);
-    top = top > s ? top : s;
-  }
-  T out = neg_inf<T>();
-  for (index_t x = 0; x < W; ++x) out = std::max(out, top[x]);
-  for (; k < keep; ++k) out = std::max(out, S[k] *= scale);
+  for (; k + W <= keep; k += W) top = pick(top, Simd<T>::load(S + k));
+  T out = start;
+  for (index_t x = 0; x < W; ++x) out = pick(out, top[x]);
+  for (; k < keep; ++k) out = pick(out, S[k]);
   return out;
 }
 
 template <class T>
+T scaled_max(const T* S, index_t keep, T scale) {
+  if (keep == 0) return neg_inf<T>();
+  return scale * (scale >= T(0) ? extreme<true>(S, keep) : extreme<false>(S, keep));
+}
+
+// One row of a score tile, in place:
+//   m_new = max(m, rowmax scale S);  P = exp(scale S - m_new) on the `keep` visible keys, 0 on the
+//   rest;  returns rowsum P and sets m to m_new, alpha to exp(m_old - m_new) (0 while m_old =
+//   -inf).
+template <class T>
 T softmax_row(T* S, index_t keep, index_t cols, T scale, T& m, T& alpha) {
-  const T row_max = scale_and_max(S, keep, scale);
+  const T row_max = scaled_max(S, keep, scale);
   const T m_new = keep > 0 ? std::max(m, row_max) : m;
   // A row still at -inf (fully masked so far) is shifted by 0: exp(-inf) = 0, never NaN.
   const T shift = m_new == neg_inf<T>() ? T(0) : m_new;
   alpha = std::exp(m - shift);
   m = m_new;
-  return exp_row(S, keep, cols, shift);
+  return exp_row<false>(S, keep, cols, scale, shift, T(0), [](index_t, auto) {});
 }
 
 // Memory that no one zeroes, grown on demand and kept: every entry is written before it is read,
@@ -293,17 +317,21 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
   }
 }
 
-// One row of the backward, in place: P = exp((scale S - L) - L_lo) on the visible keys, 0 on
-// the rest (L = -inf: S is -inf too, shift 0).
+// One row of the backward, in place, in one pass: P = exp((scale S - L) - L_lo) on the visible
+// keys, the scale rounded as the forward rounded it, 0 on the rest (L = -inf: S is -inf too, shift
+// 0); and dS = P (dP - D) over dP's row (bc keys, in whole vectors), where a second pass reread P.
 template <class T>
-void recompute_p_row(T* S, index_t keep, index_t cols, T scale, T L, T L_lo) {
-  Row<T>(S, keep) *= scale;  // rounded as the forward rounded it, before the shift
+void p_and_ds_row(T* P, T* dP, index_t keep, index_t bc, T scale, T L, T L_lo, T D) {
+  using S = Simd<T>;
   if (L == neg_inf<T>()) L = T(0), L_lo = T(0);
-  exp_row(S, keep, cols, L, L_lo);
+  const auto ds = [&](index_t k, typename S::V p) { S::store(dP + k, p * (S::load(dP + k) - D)); };
+  exp_row<true>(P, keep, bc, scale, L, L_lo, ds);
+  for (index_t k = padded<T>(keep); k < bc; k += S::W) ds(k, S::load(P + k));  // P = 0 here
 }
 
-// A thread's tiles in the backward: P and dP (Br x Bc'), dK_j and dV_j (Bc x d', only where
-// d' > d: else they are summed in the partials' rows, backward_tile), dQ_i (Br x d').
+// A thread's tiles in the backward: P and dP, then dS in dP's place (Br x Bc'), dK_j and dV_j (Bc x
+// d', only where d' > d: else they are summed in the partials' rows, backward_tile), dQ_i (Br x
+// d').
 template <class T>
 struct BackwardScratch {
   std::vector<T> P, dP, dKj, dVj, dQi;
@@ -447,16 +475,15 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
                  Strides{d, 1, bcp, bcp}, false);
     tile_product(br, bcv, d, dO + rows.begin * d, pk.Vt.tile(j), w.dP.data(),  // dP = dO_i V_j^T
                  Strides{d, 1, bcp, bcp}, false);
-    for (index_t r = 0; r < br; ++r)  // P = exp(S - L)
-      recompute_p_row(&w.P[r * bcp], visible_in(mask, kind, rows.begin + r, cols), bc, scale,
-                      L[rows.begin + r], L_lo ? L_lo[rows.begin + r] : T(0));
+    for (index_t r = 0; r < br; ++r)  // P = exp(S - L), and dS = P (dP - D) in dP's place
+      p_and_ds_row(&w.P[r * bcp], &w.dP[r * bcp], visible_in(mask, kind, rows.begin + r, cols), bc,
+                   scale, L[rows.begin + r], L_lo ? L_lo[rows.begin + r] : T(0), D[rows.begin + r]);
+    const T* dS = w.dP.data();
     tile_product(bc, dp, br, w.P.data(), pk.dOp.rows(rows.begin), dVj,  // dV += P^T dO
                  Strides{1, bcp, dp, dp}, !first);
-    for (index_t r = 0; r < br; ++r)  // dS = P (dP - D)
-      Row<T>(&w.P[r * bcp], bc) *= Row<T>(&w.dP[r * bcp], bc) - D[rows.begin + r];
-    tile_product(bc, dp, br, w.P.data(), pk.Qp.rows(rows.begin), dKj,  // dK += dS^T Q
+    tile_product(bc, dp, br, dS, pk.Qp.rows(rows.begin), dKj,  // dK += dS^T Q
                  Strides{1, bcp, dp, dp}, !first);
-    tile_product(br, dp, bc, w.P.data(), pk.Kp.rows(cols.begin), w.dQi.data(),  // dQ_i = dS K_j
+    tile_product(br, dp, bc, dS, pk.Kp.rows(cols.begin), w.dQi.data(),  // dQ_i = dS K_j
                  Strides{bcp, 1, dp, dp}, false);
     for (index_t r = 0; r < br; ++r)  // dQ += dS K, summed across key tiles in double
       for (index_t x = 0; x < d; ++x) dQ[(rows.begin + r) * d + x] += double(w.dQi[r * dp + x]);

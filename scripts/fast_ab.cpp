@@ -1,0 +1,131 @@
+// fast_ab.cpp — two builds of the fast CPU path timed in one process, rep by rep, for a shared
+// machine whose speed drifts between two commands by more than a step's effect:
+//   for each rep r: time A then B (odd r: B then A);  ratio_r = t_A(r) / t_B(r)
+//   prints min t_A, min t_B, their ratio, the median ratio_r, how many pairs B won, and
+//   whether A's and B's outputs (O, or dQ, dK, dV) are the same bits.
+// A and B are fast_attention.cpp compiled twice, in namespaces level_a and level_b
+// (FD_FAST_LEVEL); scripts/fast_ab.sh builds them from a commit and the working tree.
+// Usage: fast_ab [--h H] [--n N] [--d D] [--causal] [--bwd] [--threads T] [--reps R]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flashdemo/fast/kernels.hpp"
+
+namespace fd::fast::level_a {
+extern const Kernels kernels;
+}
+namespace fd::fast::level_b {
+extern const Kernels kernels;
+}
+
+using namespace fd;
+
+namespace {
+
+struct Arrays {
+  std::vector<float> O, L, L_lo, D, dQ, dK, dV;
+  explicit Arrays(std::size_t q, std::size_t rows)
+      : O(q), L(rows), L_lo(rows), D(rows), dQ(q), dK(q), dV(q) {}
+};
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double out = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) out = std::max(out, double(std::abs(a[k] - b[k])));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fast::Shape s{1, 1, 4096, 4096, 64};
+  AttnParams p;
+  bool bwd = false;
+  index_t threads = 1;
+  int reps = 10;
+  for (int k = 1; k < argc; ++k) {
+    const std::string a = argv[k];
+    const bool has_value = k + 1 < argc;
+    if (a == "--causal")
+      p.causal = true;
+    else if (a == "--bwd")
+      bwd = true;
+    else if (has_value && a == "--h")
+      s.h = std::atol(argv[++k]);
+    else if (has_value && a == "--n")
+      s.n = s.m = std::atol(argv[++k]);
+    else if (has_value && a == "--d")
+      s.d = std::atol(argv[++k]);
+    else if (has_value && a == "--threads")
+      threads = std::atol(argv[++k]);
+    else if (has_value && a == "--reps")
+      reps = std::atoi(argv[++k]);
+    else {
+      std::fprintf(stderr, "fast_ab: unknown or incomplete option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (s.h < 1 || s.n < 1 || s.d < 1 || threads < 1 || reps < 1) {
+    std::fprintf(stderr, "fast_ab: --h, --n, --d, --threads and --reps must be at least 1\n");
+    return 2;
+  }
+  const fast::Options o{threads, fast::tiles_for(s, bwd ? fast::Pass::bwd : fast::Pass::fwd,
+                                                 threads, index_t(sizeof(float)))};
+  const std::size_t q = std::size_t(s.heads() * s.n * s.d), rows = std::size_t(s.heads() * s.n);
+  std::vector<float> Q(q), K(q), V(q), dO(q);
+  std::mt19937 gen(1);
+  std::normal_distribution<float> normal;
+  for (std::vector<float>* v : {&Q, &K, &V, &dO})
+    for (float& x : *v) x = normal(gen);
+  const fast::Kernels* builds[2] = {&fast::level_a::kernels, &fast::level_b::kernels};
+  std::vector<Arrays> out(2, Arrays(q, rows));
+  const auto run = [&](int x) {
+    Arrays& a = out[std::size_t(x)];
+    const auto& k = builds[x]->f32;
+    if (!bwd) {
+      k.forward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(), a.L_lo.data());
+      return;
+    }
+    k.backward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(), a.L_lo.data(),
+               dO.data(), a.dQ.data(), a.dK.data(), a.dV.data(), a.D.data());
+  };
+  for (int x = 0; x < 2; ++x) {  // O and L for the backward, from each build's own forward
+    const auto& k = builds[x]->f32;
+    Arrays& a = out[std::size_t(x)];
+    k.forward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(), a.L_lo.data());
+  }
+  std::vector<double> ms[2];
+  for (int r = 0; r < reps + 1; ++r)  // rep 0 warms both up
+    for (int w = 0; w < 2; ++w) {
+      const int x = r % 2 ? 1 - w : w;
+      const auto t0 = std::chrono::steady_clock::now();
+      run(x);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (r > 0) ms[x].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  std::vector<double> ratio;
+  int b_faster = 0;
+  for (std::size_t k = 0; k < ms[0].size(); ++k) {
+    ratio.push_back(ms[0][k] / ms[1][k]);
+    b_faster += ms[1][k] < ms[0][k];
+  }
+  std::sort(ratio.begin(), ratio.end());
+  const double min_a = *std::min_element(ms[0].begin(), ms[0].end()),
+               min_b = *std::min_element(ms[1].begin(), ms[1].end());
+  const double diff =
+      bwd ? std::max({max_diff(out[0].dQ, out[1].dQ), max_diff(out[0].dK, out[1].dK),
+                      max_diff(out[0].dV, out[1].dV)})
+          : max_diff(out[0].O, out[1].O);
+  std::printf(
+      "h %ld n %ld d %ld%s %s threads %ld: A min %.2f ms, B min %.2f ms; B's speed over A's: "
+      "%.3fx by the mins, %.3fx the median of %zu pairs (B faster in %d); outputs %s (max "
+      "difference %.3g)\n",
+      long(s.h), long(s.n), long(s.d), p.causal ? " causal" : "", bwd ? "bwd" : "fwd",
+      long(threads), min_a, min_b, min_a / min_b, ratio[ratio.size() / 2], ratio.size(), b_faster,
+      diff == 0 ? "the same bits" : "differ", diff);
+}
