@@ -2,10 +2,10 @@
 // machine whose speed drifts between two commands by more than a step's effect:
 //   for each rep r: time A then B (odd r: B then A);  ratio_r = t_A(r) / t_B(r)
 //   prints min t_A, min t_B, their ratio, the median ratio_r, how many pairs B won, and
-//   whether A's and B's outputs (O, or dQ, dK, dV) are the same bits.
+//   whether A's and B's outputs (O, L and L_lo, or dQ, dK and dV) are the same bits. fp32.
 // A and B are fast_attention.cpp compiled twice, in namespaces level_a and level_b
 // (FD_FAST_LEVEL); scripts/fast_ab.sh builds them from a commit and the working tree.
-// Usage: fast_ab [--h H] [--n N] [--d D] [--causal] [--bwd] [--threads T] [--reps R]
+// Usage: fast_ab [--h H] [--n N] [--d D] [--causal] [--scale S] [--bwd] [--threads T] [--reps R]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +33,11 @@ struct Arrays {
   explicit Arrays(std::size_t q, std::size_t rows)
       : O(q), L(rows), L_lo(rows), D(rows), dQ(q), dK(q), dV(q) {}
 };
+
+// Whether two arrays hold the same bits (a NaN, or -0 against +0, differs).
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double out = 0;
@@ -65,6 +70,8 @@ int main(int argc, char** argv) {
       threads = std::atol(argv[++k]);
     else if (has_value && a == "--reps")
       reps = std::atoi(argv[++k]);
+    else if (has_value && a == "--scale")
+      p.scale = std::atof(argv[++k]);
     else {
       std::fprintf(stderr, "fast_ab: unknown or incomplete option %s\n", a.c_str());
       return 2;
@@ -117,15 +124,17 @@ int main(int argc, char** argv) {
   std::sort(ratio.begin(), ratio.end());
   const double min_a = *std::min_element(ms[0].begin(), ms[0].end()),
                min_b = *std::min_element(ms[1].begin(), ms[1].end());
+  const Arrays &a = out[0], &b = out[1];
+  const bool same = bwd ? same_bits(a.dQ, b.dQ) && same_bits(a.dK, b.dK) && same_bits(a.dV, b.dV)
+                        : same_bits(a.O, b.O) && same_bits(a.L, b.L) && same_bits(a.L_lo, b.L_lo);
   const double diff =
-      bwd ? std::max({max_diff(out[0].dQ, out[1].dQ), max_diff(out[0].dK, out[1].dK),
-                      max_diff(out[0].dV, out[1].dV)})
-          : max_diff(out[0].O, out[1].O);
+      bwd ? std::max({max_diff(a.dQ, b.dQ), max_diff(a.dK, b.dK), max_diff(a.dV, b.dV)})
+          : std::max(max_diff(a.O, b.O), max_diff(a.L, b.L));
   std::printf(
       "h %ld n %ld d %ld%s %s threads %ld: A min %.2f ms, B min %.2f ms; B's speed over A's: "
       "%.3fx by the mins, %.3fx the median of %zu pairs (B faster in %d); outputs %s (max "
       "difference %.3g)\n",
       long(s.h), long(s.n), long(s.d), p.causal ? " causal" : "", bwd ? "bwd" : "fwd",
       long(threads), min_a, min_b, min_a / min_b, ratio[ratio.size() / 2], ratio.size(), b_faster,
-      diff == 0 ? "the same bits" : "differ", diff);
+      same ? "the same bits" : "differ", diff);
 }

@@ -8,9 +8,12 @@
 # A's other code (the headers outside src/flashdemo/fast) must not differ from B's where both
 # use it: the two objects link against one library, and an inline function defined twice
 # differently is one of them. Needs a configured build for the library (FLASHDEMO_BUILD, default build/release, its
-# libflashdemo_core.a built) and g++; MARCH (default native) is the kernels' -march.
+# libflashdemo_core.a built) and g++; MARCH (default native) is the kernels' -march. With
+# FAST_AB_OUT=FILE the program is also kept there, to run on another machine (no CASE needed;
+# set MARCH to what that machine runs, x86-64-v4 for an AVX-512 Xeon, and FLASHDEMO_BUILD to a
+# build made for it).
 set -eu
-if [ $# -lt 2 ]; then
+if [ $# -lt 1 ] || { [ $# -lt 2 ] && [ -z "${FAST_AB_OUT:-}" ]; }; then
   echo "usage: scripts/fast_ab.sh BASE \"CASE\" [\"CASE\" ...]" >&2
   exit 2
 fi
@@ -34,6 +37,7 @@ flags="-isystem /usr/include/eigen3 -O3 -DNDEBUG -march=${MARCH:-native} -ffp-co
 g++ $flags -DFD_FAST_LEVEL=level_a -I"$work/src" -c "$work/src/flashdemo/fast/fast_attention.cpp" -o "$work/a.o"
 g++ $flags -DFD_FAST_LEVEL=level_b -I"$root/src" -c "$root/src/flashdemo/fast/fast_attention.cpp" -o "$work/b.o"
 g++ -O2 -std=c++20 -fopenmp -I"$root/src" "$root/scripts/fast_ab.cpp" "$work/a.o" "$work/b.o" "$lib" -o "$work/fast_ab"
+if [ -n "${FAST_AB_OUT:-}" ]; then cp "$work/fast_ab" "$FAST_AB_OUT"; fi
 echo "# A = $(git -C "$root" rev-parse --short "$base"), B = the working tree ($(git -C "$root" rev-parse --short HEAD) + changes); $(date -u +%F)"
 for case in "$@"; do
   # shellcheck disable=SC2086  # a case is several options

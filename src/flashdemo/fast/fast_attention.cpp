@@ -38,7 +38,7 @@ using Map = Eigen::Map<Tile<T>>;
 template <class T>
 using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// exp on one vector: ours for float (vector_exp.hpp, within 1.04 ulp), Eigen's for double.
+// exp on one vector: ours for float (vector_exp.hpp, within 1.06 ulp), Eigen's for double.
 template <class T>
 typename Simd<T>::V exp_lanes(typename Simd<T>::V x) {
   if constexpr (std::is_same_v<T, float>) {
@@ -129,9 +129,7 @@ T exp_row(T* S, index_t keep, index_t cols, T scale, T shift, T lo, Each each) {
   return rowsum;
 }
 
-// The largest of round(scale S[k]) over k < keep, without writing S: rounding is monotone, so it
-// is round(scale max S) for scale >= 0 and round(scale min S) below (-inf for keep = 0). The scale
-// is applied where P is formed (exp_row), which saves the row a store and a reload.
+// The largest (kMax) or smallest of S[0, keep), read only (-inf or +inf for keep = 0).
 template <bool kMax, class T>
 T extreme(const T* S, index_t keep) {
   using V = typename Simd<T>::V;
@@ -147,6 +145,9 @@ T extreme(const T* S, index_t keep) {
   return out;
 }
 
+// The largest of round(scale S[k]) over k < keep, without writing S: rounding is monotone, so it
+// is round(scale max S) for scale >= 0 and round(scale min S) below (-inf for keep = 0). The scale
+// is applied where P is formed (exp_row), which saves the row a store and a reload.
 template <class T>
 T scaled_max(const T* S, index_t keep, T scale) {
   if (keep == 0) return neg_inf<T>();
@@ -318,8 +319,9 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
 }
 
 // One row of the backward, in place, in one pass: P = exp((scale S - L) - L_lo) on the visible
-// keys, the scale rounded as the forward rounded it, 0 on the rest (L = -inf: S is -inf too, shift
-// 0); and dS = P (dP - D) over dP's row (bc keys, in whole vectors), where a second pass reread P.
+// keys, the scale rounded as the forward rounded it, 0 on the rest (L = -inf, a row that sees no
+// key, has keep = 0: shift 0); and dS = P (dP - D) over dP's row (bc keys, in whole vectors), where
+// a second pass reread P.
 template <class T>
 void p_and_ds_row(T* P, T* dP, index_t keep, index_t bc, T scale, T L, T L_lo, T D) {
   using S = Simd<T>;

@@ -4,11 +4,11 @@
 //                                                             is below 2.5e-9 relative)
 //   e^x = 2^n e^r                                  (vscalefps on AVX-512, else n added to the
 //                                                    exponent bits)
-// Accuracy: within 1.04 units in the last place of exp(x), with or without fused multiply-adds
-// (every 61st float of the range, tests/fast: 1.034 at worst with them, 1.009 without; a sweep
-// in steps of 0.1 % of x sees 0.95). The 1 is added last, to a sum that is small beside it: a
-// Horner step p r + 1 at the end would round a product of the size of the result. Estrin's scheme
-// for q (a shorter chain: 9.3 cycles a vector against 10.1 here) reached 1.058 ulp; not taken.
+// Accuracy: within 1.06 units in the last place of exp(x), with or without fused multiply-adds
+// (every float of the range: 1.059 at worst with them, at x = -5.889; 1.023 without). The 1 is
+// added last, to a sum that is small beside it: a Horner step p r + 1 at the end would round a
+// product of the size of the result. Estrin's scheme for q (a shorter chain: 9.3 cycles a vector
+// against 10.1 here) did worse on every 7th float (1.058 against 1.034 ulp); not taken.
 // Range: x < -86.5 gives 0 (the true value is below 2.7e-38, where floats turn subnormal);
 // x must be at most 88.5 (above, the result is wrong, not inf): the callers' arguments are
 // S - m <= 0, S - L (about 0 at most), or lanes they discard. Every lane goes through the same
@@ -29,18 +29,14 @@ inline namespace FD_FAST_LEVEL {
 
 inline Simd<float>::V exp_vector(Simd<float>::V x) {
   using VF = Simd<float>::V;
-  constexpr float log2e = 1.44269504088896341f;
+  constexpr float log2e = 1.44269504088896341f, magic = 12582912.0f;  // 1.5 * 2^23
   constexpr float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
-#if defined(__AVX512F__)
-  const VF n = (VF)_mm512_roundscale_ps((__m512)(x * log2e),  // n as a float (vrndscaleps)
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-#else
-  constexpr float magic = 12582912.0f;  // 1.5 * 2^23
-  const VF t = x * log2e + magic;       // n sits in the low bits of t's mantissa
-  const VF n = t - magic;               // n as a float, exactly
-#endif
-  VF r = x - n * ln2_hi;  // exact: n ln2_hi has few bits
-  r = r - n * ln2_lo;     // |r| <= ln2 / 2
+  const VF t = x * log2e + magic;  // n sits in the low bits of t's mantissa (x log2e rounded
+                                   // once, with the magic; a product rounded alone can land on
+                                   // a tie, e.g. x = -81.4447937, and round to another n)
+  const VF n = t - magic;          // n as a float, exactly
+  VF r = x - n * ln2_hi;           // exact: n ln2_hi has few bits
+  r = r - n * ln2_lo;              // |r| <= ln2 / 2
   VF q = r * (1.0f / 5040) + (1.0f / 720);
   q = q * r + (1.0f / 120);
   q = q * r + (1.0f / 24);
@@ -48,9 +44,9 @@ inline Simd<float>::V exp_vector(Simd<float>::V x) {
   q = q * r + 0.5f;
   const VF p = 1.0f + ((r * r) * q + r);  // e^r, in [0.70, 1.42]
 #if defined(__AVX512F__)
-  // times 2^n by vscalefps, and 0 where x < -86.5 (or NaN) by its zero mask: one instruction
-  // where the integer path below takes five.
-  const __mmask16 keep = _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(-86.5f), _CMP_GE_OQ);
+  // times 2^n by vscalefps, and 0 where x < -86.5 by its zero mask (a NaN x keeps its lane, and
+  // gives NaN as the integer path does): one instruction where the integer path below takes five.
+  const __mmask16 keep = _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(-86.5f), _CMP_NLT_UQ);
   return (VF)_mm512_maskz_scalef_ps(keep, (__m512)p, (__m512)n);
 #else
   typedef std::uint32_t VU __attribute__((vector_size(kSimdBytes)));  // bits: wrap, never UB
