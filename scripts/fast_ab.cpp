@@ -8,6 +8,7 @@
 // Usage: fast_ab [--h H] [--n N] [--d D] [--causal] [--scale S] [--bwd] [--threads T] [--reps R]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,25 +56,37 @@ int main(int argc, char** argv) {
   int reps = 10;
   for (int k = 1; k < argc; ++k) {
     const std::string a = argv[k];
-    const bool has_value = k + 1 < argc;
-    if (a == "--causal")
+    if (a == "--causal") {
       p.causal = true;
-    else if (a == "--bwd")
+      continue;
+    }
+    if (a == "--bwd") {
       bwd = true;
-    else if (has_value && a == "--h")
-      s.h = std::atol(argv[++k]);
-    else if (has_value && a == "--n")
-      s.n = s.m = std::atol(argv[++k]);
-    else if (has_value && a == "--d")
-      s.d = std::atol(argv[++k]);
-    else if (has_value && a == "--threads")
-      threads = std::atol(argv[++k]);
-    else if (has_value && a == "--reps")
-      reps = std::atoi(argv[++k]);
-    else if (has_value && a == "--scale")
-      p.scale = std::atof(argv[++k]);
+      continue;
+    }
+    // The other options take a number, the whole of the next argument.
+    char* end = nullptr;
+    const char* text = k + 1 < argc ? argv[k + 1] : "";
+    const double x = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !std::isfinite(x)) {
+      std::fprintf(stderr, "fast_ab: %s needs a number, got '%s'\n", a.c_str(), text);
+      return 2;
+    }
+    ++k;
+    if (a == "--h")
+      s.h = index_t(x);
+    else if (a == "--n")
+      s.n = s.m = index_t(x);
+    else if (a == "--d")
+      s.d = index_t(x);
+    else if (a == "--threads")
+      threads = index_t(x);
+    else if (a == "--reps")
+      reps = int(x);
+    else if (a == "--scale")
+      p.scale = x;
     else {
-      std::fprintf(stderr, "fast_ab: unknown or incomplete option %s\n", a.c_str());
+      std::fprintf(stderr, "fast_ab: unknown option %s\n", a.c_str());
       return 2;
     }
   }
@@ -91,21 +104,19 @@ int main(int argc, char** argv) {
     for (float& x : *v) x = normal(gen);
   const fast::Kernels* builds[2] = {&fast::level_a::kernels, &fast::level_b::kernels};
   std::vector<Arrays> out(2, Arrays(q, rows));
-  const auto run = [&](int x) {
+  const auto forward = [&](int x) {
     Arrays& a = out[std::size_t(x)];
-    const auto& k = builds[x]->f32;
-    if (!bwd) {
-      k.forward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(), a.L_lo.data());
-      return;
-    }
-    k.backward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(), a.L_lo.data(),
-               dO.data(), a.dQ.data(), a.dK.data(), a.dV.data(), a.D.data());
+    builds[x]->f32.forward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(),
+                           a.L_lo.data());
   };
-  for (int x = 0; x < 2; ++x) {  // O and L for the backward, from each build's own forward
-    const auto& k = builds[x]->f32;
+  const auto run = [&](int x) {
+    if (!bwd) return forward(x);
     Arrays& a = out[std::size_t(x)];
-    k.forward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(), a.L_lo.data());
-  }
+    builds[x]->f32.backward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(),
+                            a.L_lo.data(), dO.data(), a.dQ.data(), a.dK.data(), a.dV.data(),
+                            a.D.data());
+  };
+  for (int x = 0; x < 2; ++x) forward(x);  // O and L for the backward, each build's own
   std::vector<double> ms[2];
   for (int r = 0; r < reps + 1; ++r)  // rep 0 warms both up
     for (int w = 0; w < 2; ++w) {
