@@ -919,6 +919,8 @@ TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that r
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
         std::vector<S>{S::rung_choice, S::bwd_atomics});
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_persistent);
+  const std::vector<S> bwd64 = cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16);
+  CHECK(std::count(bwd64.begin(), bwd64.end(), S::bwd_dq_writer) == 0);  // the choice at d = 64
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_persistent);
   for (cuda::Pass pass : {cuda::Pass::fwd, cuda::Pass::bwd})
     for (index_t d : {64, 128, 256})

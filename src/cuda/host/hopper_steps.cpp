@@ -8,8 +8,8 @@
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
 //              registers, dQ cut by column halves; at d = 128 dQ cut by keys, three stages;
-//              at both, dQ staged without bank conflicts (spread), dQ's reduces issued by
-//              a writer warp                                                hopper_backward.cuh
+//              at both, dQ staged without bank conflicts (spread); at d = 128 dQ's reduces
+//              issued by a writer warp (the rung's choice at d = 64)        hopper_backward.cuh
 // The rung's own choice at d (its per-d defaults) comes first: the base each step is read against.
 #include "cuda/host/rungs_api.hpp"
 
@@ -53,8 +53,8 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_dq_halves, Pass::bwd, 64, true, {}, {true, 1, -1, 64, 0, 1}},
     {HopperStep::bwd_br64, Pass::bwd, 64, true, {}, {true, -1, -1, 64}},
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, {}, {true, 0, -1, -1}},
-    {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},  // P, Dq, 3
-    {HopperStep::bwd_dq_writer, Pass::bwd, 0, true, {}, {true, -1, 67, -1}},  // P, Dq, writer
+    {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},    // P, Dq, 3
+    {HopperStep::bwd_dq_writer, Pass::bwd, 128, true, {}, {true, -1, 67, -1}},  // P, Dq, writer
     {HopperStep::bwd_persistent, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 1}},
 };
 

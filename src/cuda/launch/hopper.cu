@@ -370,7 +370,9 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
                       std::to_string(steps.bwd_held) + ", staging " + std::to_string(int(staging)) +
                       " at d = " + std::to_string(kD) + ", Br = " + std::to_string(kBr) +
                       " in this element type");
-    return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr>, bytes);
+    constexpr int kChoice =
+        hopper_bwd_overlap(kD, kBr) | (hopper_bwd_writes_dq(kD, kBr) ? kBwdDqWriter : 0);
+    return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, kChoice>, bytes);
   }
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it
   const Tiling mma_tiling{p.s.n, p.s.m, kBwdTile, kBwdTile};

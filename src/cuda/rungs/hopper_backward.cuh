@@ -130,6 +130,14 @@ constexpr bool hopper_bwd_pipelines(int d, int Br) {
 constexpr int hopper_bwd_overlap(int d, int Br) {
   return d == 128 || Br == 128 ? kBwdOverlapP | kBwdOverlapDq : kBwdOverlapP;
 }
+// Whether the rung's own kernel (every step at its default) has dQ's reduces issued by the writer
+// warp: at d = 64 (Br = 128), 1.03x the same kernel without it (the step bwd_p_dq since); at
+// d = 128 it measured 0.98x, and stays a step there (ladder --pass bwd --steps,
+// docs/gpu-ladder.md). Not beside the persistent grid or the steps that change the staging, the
+// cut or Br (hopper.cu launches it only with every step default).
+constexpr bool hopper_bwd_writes_dq(int d, int Br) {
+  return d == 64 && Br == 128;
+}
 
 // How the kernel gives dQ_i its share dS K_j of key tile j: not at all (mma's dQ kernel computes
 // dQ in its own pass: deterministic), by each thread's fp32 atomics from registers, or through
