@@ -8,12 +8,12 @@ Shapes: b * n = 16384 tokens and h * d = 2048 (FlashAttention's benchmark conven
 b = max(1, 16384 / n) and h = 2048 / d. FLOPs of the forward: 4 b h n^2 d, halved when causal;
 the backward counts 2.5 times the forward. flashdemo's time is `bench --json`'s median_ms, taken
 only when bench verified its output first ("verified": true); anything else counts as 0.
-PyTorch's times: CUDA events around each call, median of --reps after --warmup, one backend at a
+PyTorch's times: as flashdemo times its own (gpu_timing.py: L2 flushed before each call, the
+calls queued, CUDA events around each), median of --reps after --warmup, one backend at a
 time (torch.nn.attention.sdpa_kernel); a backend that refuses the case is left blank.
 """
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import warnings
@@ -22,24 +22,16 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import gpu_timing  # beside this script
+
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 BACKENDS = [("fa2", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
             ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
 
 
 def median_ms(fn, warmup, reps):
-    """Median of reps CUDA-event timings of fn() after warmup calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    """Median of reps timings of fn() after warmup calls (gpu_timing.py: do_bench's method)."""
+    return gpu_timing.median_ms(torch, fn, warmup, reps)
 
 
 def torch_ms(b, h, n, d, causal, dtype, pass_, warmup, reps):

@@ -133,7 +133,8 @@ void backward(const Shape& s, const AttnParams& params, TileSizes tiles, Variant
               const T* L_lo, const T* dO, T* dQ, T* dK, T* dV, T* D);
 
 // Timing on device-resident data: median/min/max milliseconds of `reps` runs after warm-up,
-// with CUDA events. The inputs are the host arrays given (copied once).
+// with CUDA events, as triton.testing.do_bench times a call (L2 flushed before each run, the runs
+// queued: time_events in device_memory.cuh). The inputs are the host arrays given (copied once).
 struct Timing {
   std::vector<double> ms;
 };
