@@ -232,9 +232,10 @@ template <class E, int kD, int kBr>
 void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& g,
                                   bool deterministic, HopperSteps steps) {
   const index_t heads = p.s.heads(), Tr = g.tiling.Tr(), padded = Tr * kBr;
-  hopper_bwd_prep_kernel<E, kD><<<unsigned((heads * padded + 3) / 4), 128>>>(
-      p.O.ptr, g.dO.ptr, p.L.ptr, g.D.ptr, reinterpret_cast<float2*>(g.LD.ptr), heads, p.s.n,
-      padded);
+  // dQ zeroed there for the reduces (the deterministic backward writes it whole instead)
+  hopper_bwd_prep_kernel<E, kD><<<hopper_bwd_prep_blocks<kD>(heads * padded), kPrepThreads>>>(
+      p.O.ptr, g.dO.ptr, p.L.ptr, g.D.ptr, reinterpret_cast<float2*>(g.LD.ptr),
+      deterministic ? nullptr : g.dQ.ptr, heads, p.s.n, padded);
   const CUtensorMap tmQ = tensor_map(p.Q.ptr, heads, p.s.n, kD, kBr);
   const CUtensorMap tmdO = tensor_map(g.dO.ptr, heads, p.s.n, kD, kBr);
   const DqStaging staging =
@@ -269,7 +270,6 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
   if (deterministic) {
     run(hopper_bwd_kernel<E, kD, W::separate, kBr>, bytes);
   } else {
-    check(cudaMemsetAsync(g.dQ.ptr, 0, g.dQ.count * sizeof(float)), "cudaMemsetAsync");
     if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, W::atomics, kBr>, bytes);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;

@@ -1,10 +1,12 @@
 // hopper_backward.cuh — the rung `hopper`'s backward: FlashAttention-2's backward on Hopper's own
 // instructions (hopper_ptx.cuh), bf16/fp16 inputs, fp32 accumulation, sm_90a. Two kernels:
 //
-//   hopper_bwd_prep_kernel   per query row q (a warp each), rows padded to whole query tiles:
-//                              D_q = rowsum(dO_q O_q) in fp32,  L2_q = L_q log2(e)
+//   hopper_bwd_prep_kernel   per query row q (d / 8 threads each), rows padded to whole query
+//                            tiles: D_q = rowsum(dO_q O_q) in fp32,  L2_q = L_q log2(e)
 //                            stored as pairs (L2_q, D_q); L2 = +inf where the row saw no key or
-//                            is padding (its P is then 0: zero gradients, no NaN)
+//                            is padding (its P is then 0: zero gradients, no NaN); and dQ_q = 0,
+//                            for the reduces that add into it (as FlashAttention-3's
+//                            preprocess: no memset of its own)
 //   hopper_bwd_kernel        block (key tile j of Bc = 128 keys, head), three warpgroups:
 //     warpgroup 0, the producer (24 registers): one thread loads K_j and V_j once by TMA (issued
 //       with the barriers' initialization, before the block's first __syncthreads), then
@@ -23,9 +25,10 @@
 //       after the two warpgroups meet: at d = 128 columns 64 c.., at d = 64 (Br = 128) rows
 //       64 c.., over all 128 keys (timed too: at d = 64 with Br = 64, every column over the
 //       warpgroup's own 64 keys, or column halves 32 c.. over all keys); added into dQ (zeroed
-//       first), times scale, in one of two ways (DqWay): by each thread's fp32 atomics, or staged
-//       in shared memory and added by the copy engine's bulk reduce (DqStaging: at d = 64 the
-//       warpgroup's block in two boxes, after it meets; at d = 128 each warp's 16 rows alone)
+//       by the prep kernel), times scale, in one of two ways (DqWay): by each thread's fp32
+//       atomics, or staged in shared memory and added by the copy engine's bulk reduce
+//       (DqStaging: at d = 64 the warpgroup's block in two boxes, after it meets; at d = 128
+//       each warp's 16 rows alone)
 //     then dK = scale dK and dV, from registers to global memory (fp32).
 //   With --deterministic the kernel skips dQ, and mma's dQ kernel (mma_backward.cuh) computes
 //   it per query tile: bit-identical runs.
@@ -231,22 +234,45 @@ static_assert(kernel_tiles(Impl::hopper, 64, Pass::bwd).Br == HopperBwdTiles<64>
                   kernel_tiles(Impl::hopper, 64, Pass::bwd).Bc == kHopperBwdBc,
               "the tiles the host says hopper's backward computes (cuda_api.hpp)");
 
-// (L2, D) of rows 0 .. rows_padded - 1 of each head: a warp per row, D in fp32 from O as stored.
+// (L2, D) of rows 0 .. rows_padded - 1 of each head, and dQ's rows zeroed for the reduces that
+// add into them (dQ null: not zeroed). kD / 8 threads a row, each with 8 elements (one 16-byte
+// load of O and one of dO, two 16-byte stores of zeros); kPrepThreads a block (32 rows at
+// d = 64, 16 at d = 128). D in fp32 from O as stored: each thread's 8 products summed in order,
+// then the row's threads in a butterfly.
+constexpr int kPrepThreads = 256;
+
+template <int kD>
+constexpr unsigned hopper_bwd_prep_blocks(index_t rows) {
+  return unsigned((rows + kPrepThreads / (kD / 8) - 1) / (kPrepThreads / (kD / 8)));
+}
+
 template <class E, int kD>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(kPrepThreads)
     hopper_bwd_prep_kernel(const E* O, const E* dO, const float* L, float* Dsum, float2* LD,
-                           index_t heads, index_t n, index_t rows_padded) {
-  const index_t r = index_t(blockIdx.x) * 4 + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (r >= heads * rows_padded) return;
-  const index_t head = r / rows_padded, q = r % rows_padded;
+                           float* dQ, index_t heads, index_t n, index_t rows_padded) {
+  constexpr int kLanes = kD / 8;  // a row's threads: 8 at d = 64, 16 at d = 128
+  static_assert(kD % 8 == 0 && 32 % kLanes == 0, "a row's threads divide a warp");
+  const index_t r = index_t(blockIdx.x) * (kPrepThreads / kLanes) + threadIdx.x / kLanes;
+  const int lane = int(threadIdx.x) % kLanes;
+  const bool real = r < heads * rows_padded;  // (every thread reaches the shuffles below)
+  const index_t head = real ? r / rows_padded : 0, q = real ? r % rows_padded : n;
   float sum = 0.0f;
   if (q < n) {
-    const index_t row = head * n + q;
-    for (int x = lane; x < kD; x += 32) sum += float(O[row * kD + x]) * float(dO[row * kD + x]);
+    const index_t at = (head * n + q) * kD + lane * 8;
+    const uint4 o = *reinterpret_cast<const uint4*>(O + at);
+    const uint4 g = *reinterpret_cast<const uint4*>(dO + at);
+    const E* oe = reinterpret_cast<const E*>(&o);
+    const E* ge = reinterpret_cast<const E*>(&g);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sum += float(oe[k]) * float(ge[k]);
+    if (dQ) {
+      float4* z = reinterpret_cast<float4*>(dQ + at);
+      z[0] = z[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
   }
-  for (int k = 16; k > 0; k /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, k);
-  if (lane != 0) return;
+#pragma unroll
+  for (int k = kLanes / 2; k > 0; k /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, k);
+  if (!real || lane != 0) return;
   constexpr float kLog2e = 1.4426950408889634f;
   const float l = q < n ? L[head * n + q] : neg_inf<float>();
   LD[r] = make_float2(is_neg_inf(l) ? __int_as_float(0x7f800000) : l * kLog2e, sum);
