@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,48 +62,68 @@ inline std::size_t smem_limit() {
 }
 
 // What a timed call finds in L2: nothing of its own. Before each timed call, time_events writes
-// this buffer (256 MiB, five times the H200's 50 MiB L2; less where free memory is short), as
-// triton.testing.do_bench writes its own before each call it times: the PyTorch figures that
-// the comparison scripts set beside ours are timed that way.
+// a buffer of the current GPU (256 MiB, five times the H200's 50 MiB L2; less where free memory
+// is short), as triton.testing.do_bench writes its own before each call it times: the PyTorch
+// figures that the comparison scripts set beside ours are timed that way.
 inline DeviceArray<char>& l2_flush_buffer() {
-  static DeviceArray<char> buffer = [] {
+  static std::map<int, std::unique_ptr<DeviceArray<char>>> buffers;  // one a device
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  std::unique_ptr<DeviceArray<char>>& buffer = buffers[device];
+  if (!buffer) {
     std::size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    return DeviceArray<char>(std::min<std::size_t>(std::size_t(256) << 20, free / 8));
-  }();
-  return buffer;
+    buffer = std::make_unique<DeviceArray<char>>(
+        std::min<std::size_t>(std::size_t(256) << 20, free / 8));
+  }
+  return *buffer;
 }
+
+// CUDA events that destroy themselves, however the timing ends.
+struct Events {
+  std::vector<cudaEvent_t> start, stop;
+  explicit Events(std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) {
+      start.push_back(make()), stop.push_back(make());
+    }
+  }
+  ~Events() {
+    for (cudaEvent_t e : start) cudaEventDestroy(e);
+    for (cudaEvent_t e : stop) cudaEventDestroy(e);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  static cudaEvent_t make() {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    return e;
+  }
+};
 
 // CUDA-event milliseconds of `reps` calls of once() after `warmup` of them, timed as
 // triton.testing.do_bench times a call: L2 flushed before each (outside its events), all the
 // calls queued one after the other and one wait at the end, so that the host's time to issue a
-// call (its launches, tensor maps, attributes) overlaps the GPU's work on the one before and
-// only the GPU's time between a call's two events is counted. A once() that waits for the GPU
-// itself is timed as before: with the host's time to issue it inside.
+// call (its launches, tensor maps, attributes) overlaps the GPU's work on the flush and the call
+// before, and only the GPU's time between a call's two events is counted. (A once() that waited
+// for the GPU inside would have the host's time after that wait counted; none does.)
 template <class F>
 Timing time_events(F&& once, int warmup, int reps) {
   for (int k = 0; k < warmup; ++k) once();
   check_launch("warm-up");
   DeviceArray<char>& flush = l2_flush_buffer();
-  std::vector<cudaEvent_t> start(std::size_t(std::max(reps, 0))), stop(start.size());
-  for (std::size_t k = 0; k < start.size(); ++k) {
-    check(cudaEventCreate(&start[k]), "cudaEventCreate");
-    check(cudaEventCreate(&stop[k]), "cudaEventCreate");
-  }
-  for (std::size_t k = 0; k < start.size(); ++k) {
+  Events events(std::size_t(std::max(reps, 0)));
+  for (std::size_t k = 0; k < events.start.size(); ++k) {
     check(cudaMemsetAsync(flush.ptr, int(k & 1), flush.count), "cudaMemsetAsync");
-    check(cudaEventRecord(start[k]), "cudaEventRecord");
+    check(cudaEventRecord(events.start[k]), "cudaEventRecord");
     once();
-    check(cudaEventRecord(stop[k]), "cudaEventRecord");
+    check(cudaEventRecord(events.stop[k]), "cudaEventRecord");
   }
   check_launch("timing");
   Timing t;
-  for (std::size_t k = 0; k < start.size(); ++k) {
+  for (std::size_t k = 0; k < events.start.size(); ++k) {
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, start[k], stop[k]), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&ms, events.start[k], events.stop[k]), "cudaEventElapsedTime");
     t.ms.push_back(double(ms));
-    cudaEventDestroy(start[k]);
-    cudaEventDestroy(stop[k]);
   }
   return t;
 }
