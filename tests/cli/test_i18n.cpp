@@ -80,7 +80,7 @@ const std::set<std::string> kCatalogTerms = {
     "Br", "Bc", "Tc", "Smax", "Kj", "dP", "dS", "alpha", "exp", "log", "ln", "max", "min", "sum",
     "rowsum", "sqrt", "ceil", "floor", "mod", "eff", "merge", "logsumexp", "scale", "loss",
     // names of hardware, software, units and formats
-    "CPU", "GPU", "CUDA", "HBM", "SRAM", "SM", "SIMD", "TMA", "GEMM", "GFLOP", "FLOPs", "NaN",
+    "CPU", "GPU", "CUDA", "HBM", "SRAM", "SM", "SIMD", "FMA", "TMA", "GEMM", "GFLOP", "FLOPs", "NaN",
     "JSON", "Lines", "HTML", "MPI", "NCCL", "NVIDIA", "OpenMP", "PyTorch", "Eigen", "CMake",
     "cmake", "cuBLAS", "cudaMemcpy", "nvcc", "wgmma", "warp", "mpirun", "ulimit", "man", "roff",
     "shell", "source", "fpath", "ms", "KV", "XL",

@@ -32,11 +32,14 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // the rung's choice at d and the key tiles).
 // consumers: the consumer warpgroups, 2 (Br = 128) or 3 (Br = 192, d = 64 only; -1: the rung's
 // choice, 3 at d = 64). stage_o: O stored from registers (0, the rung's) or sent from shared
-// memory by TMA (1; bf16 only, without ping-pong).
+// memory by TMA (1; bf16 only, without ping-pong). exp_fma: 1 in exp_fma of the softmax's
+// exponentials on the FMA pipe (exp2_fma) instead of the special-function unit (0, the rung's;
+// 8 or 4: d = 64, bf16, without overlap, ping-pong or O staged).
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
   int consumers = -1;
   int stage_o = -1;
+  int exp_fma = 0;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
@@ -87,6 +90,8 @@ enum class HopperStep {
   fwd_three_consumers,
   fwd_persistent,
   fwd_o_staged,
+  fwd_exp_fma8,
+  fwd_exp_fma4,
   bwd_atomics,
   bwd_none,
   bwd_p,

@@ -3,7 +3,8 @@
 // of 128 x 128 tiles, hopper_forward_kernel<E, d, ping_pong, overlap> for each d of HopperHeadDims
 // (head_dims.hpp), with the overlap steps of HopperDefaults<d> unless told, and its tracing
 // instance. Its backward (hopper_backward.cuh) for each d of HopperBackwardHeadDims:
-//   (L2, D)  hopper_bwd_prep_kernel, a warp per row padded to whole query tiles
+//   (L2, D)  hopper_bwd_prep_kernel, d / 8 threads a row padded to whole query tiles; it zeroes
+//            dQ for the reduces too (not for the deterministic backward, which writes dQ whole)
 //   dK, dV   hopper_bwd_kernel per key tile (Tc, b h), dQ added by the bulk reduce (or atomics),
 //   dQ       (deterministic) mma's dQ kernel per query tile of 64 (mma_backward.cuh)
 // with maps of Q and dO in boxes of the backward's Br rows, and of dQ for the bulk reduce's boxes
@@ -122,10 +123,11 @@ const int* device_schedule(std::unique_ptr<DeviceArray<int>>& held, int items, i
 template <class E, int kD, int kConsumers>
 struct ForwardLaunch {
   const DeviceProblem<E>& p;
-  template <bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent, bool kStageO = false>
+  template <bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent, bool kStageO = false,
+            int kExpFma = 0>
   void go(const HopperArgs<E>& a, dim3 grid) const {
-    const auto kernel =
-        hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent, kConsumers, kStageO>;
+    const auto kernel = hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent,
+                                              kConsumers, kStageO, kExpFma>;
     using Smem = HopperSmem<kD, (kPersistent ? 2 : 1), 64 * kConsumers, kStageO>;
     constexpr std::size_t bytes = Smem::kBytes;
     allow_smem(kernel, bytes);
@@ -145,8 +147,23 @@ struct ForwardLaunch {
     return overlap ? go<false, true, false, false, kStageO>(a, grid)
                    : go<false, false, false, false, kStageO>(a, grid);
   }
+  // Either grid without the overlap, 1 in kExpFma of the softmax's exps by exp2_fma.
+  template <int kExpFma>
+  void on_grid_exp_fma(const HopperArgs<E>& a, dim3 grid, bool persistent) const {
+    if (persistent) return go<false, false, false, true, false, kExpFma>(a, grid);
+    go<false, false, false, false, false, kExpFma>(a, grid);
+  }
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
-  void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o) const {
+  void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o,
+             int exp_fma = 0) const {
+    // 1 in 8 or 1 in 4 exps on the FMA pipe (launch_hopper_d refuses it beside other settings)
+    if constexpr (kD == 64 && std::is_same_v<E, __nv_bfloat16>) {
+      if (exp_fma == 8) return on_grid_exp_fma<8>(a, grid, persistent);
+      if (exp_fma == 4) return on_grid_exp_fma<4>(a, grid, persistent);
+    }
+    if (exp_fma != 0)
+      throw CudaError("hopper's forward has no kernel for exp_fma " + std::to_string(exp_fma) +
+                      " here (a timed step)");
     if constexpr (!kHopperPersistentFits<kD>)  // (d = 256; launch_hopper_d refuses the rest)
       return overlap ? go<false, true, false, false>(a, grid)
                      : go<false, false, false, false>(a, grid);
@@ -176,6 +193,11 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
   if (steps.stage_o == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's forward sends O by TMA only without ping-pong and the trace");
+  if (steps.exp_fma != 0 && (kD != 64 || steps.ping_pong || steps.overlap || steps.stage_o == 1 ||
+                             a.trace.computed || !std::is_same_v<E, __nv_bfloat16>))
+    throw CudaError(
+        "hopper's forward takes exps on the FMA pipe at d = 64 in bf16 only, "
+        "without the overlap, ping-pong, O staged or the trace (a timed step)");
   if (!kHopperPersistentFits<kD> && (steps.persistent == 1 || steps.stage_o == 1))
     throw CudaError("hopper's forward at d = " + std::to_string(kD) +
                     " runs on the ordinary grid, O from registers (shared memory)");
@@ -203,7 +225,8 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     if (three) {
       const ForwardLaunch<E, kD, 3> three_wg{p};
       if (a.trace.computed) return three_wg.traced(a, grid);
-      return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o);
+      return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o,
+                            steps.exp_fma);
     }
   const ForwardLaunch<E, kD, 2> two{p};
   if (a.trace.computed)
@@ -213,7 +236,7 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   else if (steps.ping_pong)
     two.template go<true, false, false, false>(a, grid);
   else
-    two.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o);
+    two.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o, steps.exp_fma);
 }
 
 // The bulk-reduce backward of cut C and overlaps O with dQ staged in the swizzled boxes, with or

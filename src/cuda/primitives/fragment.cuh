@@ -5,7 +5,8 @@
 // with c = scale log2(e) (online_softmax.hpp):
 //   mask_fragment     S = -inf where masked or past the last key
 //   softmax_fragment  m2_new = max(m2, rowmax(S) c),  alpha = exp2(m2 - m2_new),
-//                     P = exp2(S c - m2_new),  l = alpha l + rowsum(P)
+//                     P = exp2(S c - m2_new),  l = alpha l + rowsum(P)  (with kExpFma = k, the
+//                     keys of every k-th 8-key block by exp2_fma on the FMA pipe, the rest by ex2)
 //   rescale_fragment  O = alpha O
 //   p_fragment        P's C fragments as the A fragment of O += P V, rounded to E
 //   finish_rows       l summed over the row's 4 lanes, and 1 / l
@@ -59,13 +60,24 @@ __device__ inline void mask_fragment(float (&s)[N / 8][4], const Mask& mask, ind
     }
 }
 
+// Whether the 8-key block nb of a fragment takes its exps by exp2_fma: every kExpFma-th (none
+// for kExpFma = 0).
+template <int kExpFma>
+__device__ constexpr bool on_fma_pipe(int nb) {
+  if constexpr (kExpFma > 0)
+    return nb % kExpFma == kExpFma - 1;
+  else
+    return false;
+}
+
 // One key tile's online-softmax step on the lane's rows g and g + 8 of a fragment of S
 // (unscaled; 4 lanes hold a row), in base 2 (online_softmax.hpp):
 //   m2_new = max(m2, rowmax(S) c),  alpha = exp2(m2 - m2_new)
 //   P = exp2(S c - m2_new)  (in place of S),  l = alpha l + rowsum(P)
 // max(S) c = max(S c) since c > 0, so S is scaled inside the exponent's fma. Returns whether
-// either row's max moved (alpha != 1).
-template <int N>
+// either row's max moved (alpha != 1). kExpFma = k > 0: the 8-key blocks nb = k - 1, 2 k - 1, ...
+// (1 in k of the exps) by exp2_fma (online_softmax.hpp), off the special-function unit.
+template <int N, int kExpFma = 0>
 __device__ inline bool softmax_fragment(float (&s)[N / 8][4], FragmentRows& st, float scale2,
                                         float (&m_old)[2], float (&alpha)[2]) {
   bool moved = false;
@@ -89,8 +101,9 @@ __device__ inline bool softmax_fragment(float (&s)[N / 8][4], FragmentRows& st, 
   for (int nb = 0; nb < N / 8; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      s[nb][e] = ptx::exp2_approx(fmaf(s[nb][e], scale2, -shift[e >> 1]));  // P
-      rowsum[e >> 1] += s[nb][e];                                           // l sums it so
+      const float x = fmaf(s[nb][e], scale2, -shift[e >> 1]);
+      s[nb][e] = on_fma_pipe<kExpFma>(nb) ? exp2_fma(x) : ptx::exp2_approx(x);
+      rowsum[e >> 1] += s[nb][e];  // l sums P so
     }
 #pragma unroll
   for (int r = 0; r < 2; ++r) st.l[r] = alpha[r] * st.l[r] + rowsum[r];

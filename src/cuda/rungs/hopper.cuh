@@ -33,6 +33,12 @@
 // writes its 64 rows of O into shared memory in the tensor map's swizzled boxes and one of its
 // threads sends them by TMA (cp.async.bulk.tensor, shared to global), so the next item's GEMMs
 // need not wait behind the stores to global memory; L still goes from registers.
+// With kExpFma = 8 or 4 (steps at d = 64, fwd_exp_fma8 and fwd_exp_fma4; not yet timed), 1 in
+// 8 or 1 in 4 of the softmax's exponentials is computed by exp2_fma on the FMA and integer pipes,
+// the rest by ex2 on the special-function unit (16 a cycle an SM, against the tensor cores' 4096
+// bf16 FLOPs: at d = 64, Br = 192, Bc = 128 a tile's 24,576 exps take as long as its two GEMMs,
+// 1,536 cycles each).
+//
 // Two overlaps, each a template switch so that its effect can be timed:
 //   kPingPong  the consumer warpgroups take turns at the tensor cores (named barriers 1, 2):
 //              meant to run one's softmax while the other's GEMMs do; measured, it costs 5 to
@@ -283,7 +289,7 @@ FD_HOST_DEVICE FwdItem forward_item(int w, int Tr, int heads, int blocks, bool c
 }
 
 template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false,
-          int kConsumers = 2, bool kStageO = false>
+          int kConsumers = 2, bool kStageO = false, int kExpFma = 0>
 __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
@@ -495,7 +501,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   auto softmax = [&](const Item& x, index_t j, FragmentRows& rows) {  // S -> P, then the trace
     if (j >= x.F || (j + 1) * Bc > a.n_keys)
       mask_fragment<Bc>(s, a.mask, x.i * Br + row, j * Bc, a.n_keys);
-    moved = softmax_fragment<Bc>(s, rows, a.scale2, m_old, alpha);
+    moved = softmax_fragment<Bc, kExpFma>(s, rows, a.scale2, m_old, alpha);
     if (kTrace && x.head == 0) {  // the trace is head 0's, as on every rung
       record_tile(a.trace, a.tiling, x.i, j, row, m_old, rows, alpha);
       if (threadIdx.x == 128) a.trace.computed[x.i * a.tiling.Tc() + j] = 1;

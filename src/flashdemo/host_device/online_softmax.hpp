@@ -5,6 +5,7 @@
 //   alpha = exp(m - m_new)                      rescale factor for everything summed so far
 //   l     = alpha * l + sum_{i in B} exp(x_i - m_new)
 // After the last block softmax(x)_i = exp(x_i - m) / l and logsumexp(x) = L = m + log(l).
+// The GPU's base-2 form of the update, and 2^x from fused multiply-adds alone (exp2_fma), below.
 // Two states of disjoint parts of the row merge the same way (split-KV, ring attention):
 //   m = max(m_a, m_b),  l = exp(m_a - m) * l_a + exp(m_b - m) * l_b.
 // S finished parts, each a normalized output row O_s with its logsumexp L_s (split-KV, as
@@ -22,6 +23,7 @@
 #include <type_traits>
 
 #include "flashdemo/host_device/base.hpp"
+#include "flashdemo/host_device/precision.hpp"  // float_bits, bits_float
 
 namespace fd {
 
@@ -50,6 +52,33 @@ FD_HOST_DEVICE float rescale_factor2(float m2_old, float m2_new) {
 FD_HOST_DEVICE float exp2_shift(float m2) {
   return is_neg_inf(m2) ? 0.0f : m2;
 }
+// 2^x with no special-function unit: adds, fused multiply-adds and integer steps only, for the
+// share of a GPU softmax's exponentials that hopper's steps fwd_exp_fma8 and fwd_exp_fma4 move off
+// that unit where it is the bottleneck (d = 64: as many ex2 a tile as the tensor cores' time
+// allows):
+//   j = rint(x)    by the round-to-nearest of x + 1.5 2^23, which leaves j in the sum's low bits
+//   f = x - j      exact, in [-1/2, 1/2]
+//   2^f            a degree-4 polynomial (relative error 2.6e-6 on [-1/2, 1/2]; coefficients by
+//                  the Remez exchange, rounded to float)
+//   2^j 2^f        j added to the exponent field of 2^f (j, shifted up 23 bits from the sum's bits)
+// x below -126 gives 0 (the range of no normal float; a masked score, -inf, gives exactly 0), as
+// the GPU's ex2.approx.ftz does; NaN stays NaN; x is at most 0 where the softmax calls it.
+// Within 2.7e-6 of 2^x, relatively, over every float of [-126, 0] (measured; the test,
+// tests/host_device/test_online_softmax.cpp, checks 4e-6 at every 997th): ex2.approx's own error
+// is about 2^-22, and P is rounded to bf16 (2^-9) or fp16 (2^-12) before O += P V.
+FD_HOST_DEVICE float exp2_fma(float x) {
+  constexpr float kRound = 12582912.0f;  // 1.5 2^23
+  constexpr float c0 = 0.99999926f, c1 = 0.69312181f, c2 = 0.24024745f, c3 = 0.055917860f,
+                  c4 = 0.0095701019f;
+  const float xc = x < -127.0f ? -127.0f : x;  // (NaN passes)
+  const float t = xc + kRound;
+  const float j = t - kRound;
+  const float f = xc - j;
+  const float p = fmadd(fmadd(fmadd(fmadd(c4, f, c3), f, c2), f, c1), f, c0);
+  const float r = bits_float(float_bits(p) + (float_bits(t) << 23));
+  return x < -126.0f ? 0.0f : x != x ? x : r;
+}
+
 // L = m + log(l) from the base-2 state: m2 ln(2) + log(l), -inf for a row that saw nothing.
 FD_HOST_DEVICE float finalize2(float m2, float l) {
   return l > 0.0f ? m2 * 0.69314718055994531f + ::logf(l) : neg_inf<float>();
