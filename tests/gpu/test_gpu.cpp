@@ -840,6 +840,11 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
           for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, 3});
         settings.push_back({0, 0, 1, 2});  // two on the persistent grid: short causal rows' choice
         settings.push_back({0, 1, 1, 2});  // and with the overlap (its stream across items)
+        // 1 in 8 or 1 in 4 of the exps on the FMA pipe, on each grid with either consumer count
+        // (the steps themselves take the rung's grid: here the persistent one, short rows)
+        for (int persistent : {0, 1})
+          for (int consumers : {2, 3})
+            for (int share : {8, 4}) settings.push_back({0, 0, persistent, consumers, 0, share});
       }
       // O staged and sent by TMA on both grids, with the overlap and without (the step itself
       // takes the rung's grid and overlap), at the problem's Br
@@ -850,7 +855,7 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         INFO("n " << c.n << " d " << c.d << " causal " << causal << " ping_pong "
                   << setting.ping_pong << " overlap " << setting.overlap << " persistent "
                   << setting.persistent << " consumers " << setting.consumers << " stage_o "
-                  << setting.stage_o);
+                  << setting.stage_o << " exp_fma " << setting.exp_fma);
         std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n));
         cuda::hopper_forward_steps<float>(
             {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none}, setting,

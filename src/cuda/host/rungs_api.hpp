@@ -74,13 +74,13 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 
 // hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
 // d, then its forward with overlap and ping-pong each on or off (two consumer warpgroups), three
-// consumer warpgroups (d = 64), the persistent grid, O sent by TMA from shared memory (bf16), or
-// its backward with dQ added by
+// consumer warpgroups (d = 64), the persistent grid, O sent by TMA from shared memory (bf16), 1 in
+// 8 or 1 in 4 of the exps on the FMA pipe (d = 64, bf16), or its backward with dQ added by
 // atomics, the overlaps bit by bit, dQ staged without bank conflicts (spread), and, where the rung
 // has them, Br = 64 at d = 64 (the rung's is 128 there) with the variants only it has (the
 // pipeline across tiles, K_j and V_j held in registers, dQ cut by column halves), or the cut of dQ
-// by keys and three stages of Q_i, dO_i (d = 128). The
-// backward's variants beyond atomics are built in bf16 only: in fp16 the list stops there.
+// by keys and three stages of Q_i, dO_i (d = 128), and dQ's reduces by a writer warp (d = 128).
+// The backward's variants beyond atomics are built in bf16 only: in fp16 the list stops there.
 enum class HopperStep {
   rung_choice,
   fwd_none,

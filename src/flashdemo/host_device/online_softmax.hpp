@@ -62,7 +62,11 @@ FD_HOST_DEVICE float exp2_shift(float m2) {
 //                  the Remez exchange, rounded to float)
 //   2^j 2^f        j added to the exponent field of 2^f (j, shifted up 23 bits from the sum's bits)
 // x below -126 gives 0 (the range of no normal float; a masked score, -inf, gives exactly 0), as
-// the GPU's ex2.approx.ftz does; NaN stays NaN; x is at most 0 where the softmax calls it.
+// the GPU's ex2.approx.ftz does, whatever the steps above made of it; NaN stays NaN (the integer
+// add would make it a finite number). Unlike ex2: 2^0 is c0 = 0.99999926, not 1 (the row's max
+// then has P = 1 - 7e-7, 1 in bf16), 2^-126 comes out as the subnormal just below it, and x from
+// 127.5 up is wrong where ex2 gives +inf (the softmax's x = S c - m2 is at most half an ulp of m2
+// above 0).
 // Within 2.7e-6 of 2^x, relatively, over every float of [-126, 0] (measured; the test,
 // tests/host_device/test_online_softmax.cpp, checks 4e-6 at every 997th): ex2.approx's own error
 // is about 2^-22, and P is rounded to bf16 (2^-9) or fp16 (2^-12) before O += P V.
@@ -70,10 +74,9 @@ FD_HOST_DEVICE float exp2_fma(float x) {
   constexpr float kRound = 12582912.0f;  // 1.5 2^23
   constexpr float c0 = 0.99999926f, c1 = 0.69312181f, c2 = 0.24024745f, c3 = 0.055917860f,
                   c4 = 0.0095701019f;
-  const float xc = x < -127.0f ? -127.0f : x;  // (NaN passes)
-  const float t = xc + kRound;
+  const float t = x + kRound;
   const float j = t - kRound;
-  const float f = xc - j;
+  const float f = x - j;
   const float p = fmadd(fmadd(fmadd(fmadd(c4, f, c3), f, c2), f, c1), f, c0);
   const float r = bits_float(float_bits(p) + (float_bits(t) << 23));
   return x < -126.0f ? 0.0f : x != x ? x : r;
