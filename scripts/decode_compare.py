@@ -5,8 +5,9 @@ decoding step: one query row (b = 1, n = 1) of h heads against a KV cache of m k
 For m in {65536, 1048576}, h in {8, 32}, d in {64, 128}:
   - flashdemo: `flashdemo decode --device cuda --dtype bf16 --h H --m M --d D --reps R --json`;
     its `result` gives the kernel's median milliseconds (CUDA events, one launch: splits and
-    merge, timed as below), the bytes of K and V it reads (kv_bytes), TB/s, the device-to-device copy's TB/s
-    measured in the same run (bytes read + written), and the verdict against the reference;
+    merge, timed as below), the bytes of K and V it reads (kv_bytes), TB/s, the device-to-device
+    copy's TB/s measured in the same run (bytes read + written), and the verdict against the
+    reference;
   - PyTorch: F.scaled_dot_product_attention(q, k, v), q (1, h, 1, d), k, v (1, h, m, d), bf16, under
     each backend alone (cuDNN, FLASH_ATTENTION, EFFICIENT_ATTENTION; a backend that refuses the
     shape prints n/a), timed as flashdemo times its kernel (gpu_timing.py: L2 flushed before
@@ -58,8 +59,8 @@ def torch_case(torch, h, m, d, reps, warmup=5):
                           ("efficient", SDPBackend.EFFICIENT_ATTENTION)):
         try:
             with sdpa_kernel(backend):
-                out[name] = gpu_timing.median_ms(torch, lambda: F.scaled_dot_product_attention(q, k, v),
-                                                 warmup, reps)
+                out[name] = gpu_timing.median_ms(
+                    torch, lambda: F.scaled_dot_product_attention(q, k, v), warmup, reps)
         except RuntimeError as e:  # the backend refuses the shape (or is not built)
             out[name] = None
             print(f"  torch {name}: n/a ({str(e).splitlines()[0][:100]})", flush=True)

@@ -29,11 +29,6 @@ BACKENDS = [("fa2", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTE
             ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
 
 
-def median_ms(fn, warmup, reps):
-    """Median of reps timings of fn() after warmup calls (gpu_timing.py: do_bench's method)."""
-    return gpu_timing.median_ms(torch, fn, warmup, reps)
-
-
 def torch_ms(b, h, n, d, causal, dtype, pass_, warmup, reps):
     """{backend: median ms} for every backend that takes the case."""
     q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype, requires_grad=True)
@@ -46,12 +41,12 @@ def torch_ms(b, h, n, d, causal, dtype, pass_, warmup, reps):
                     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                 if pass_ == "fwd":
                     with torch.no_grad():
-                        out[name] = median_ms(forward, warmup, reps)
+                        out[name] = gpu_timing.median_ms(torch, forward, warmup, reps)
                 else:
                     o = forward()
                     g = torch.randn_like(o)
-                    out[name] = median_ms(
-                        lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True),
+                    out[name] = gpu_timing.median_ms(
+                        torch, lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True),
                         warmup, reps)
         except RuntimeError:
             pass  # this backend does not take this dtype, shape or pass

@@ -119,9 +119,9 @@ TEST_CASE_TEMPLATE("merge is order-independent and equals one pass", T, float, d
   CHECK(fd::merge(empty, empty).l == T(0));
 }
 
-// exp2_fma: the GPU softmax's exponential on the FMA pipe (hopper's steps fwd_exp_fma8, fwd_exp_fma4), checked
-// against exp2 in double at every 997th float of [-126, 0] (about a million points) and at its
-// edges: 0 below -126 and for a masked score, NaN kept.
+// exp2_fma: the GPU softmax's exponential on the FMA pipe (hopper's steps fwd_exp_fma8,
+// fwd_exp_fma4), checked against exp2 in double at every 997th float of [-126, 0] (about a million
+// points) and at its edges: 0 below -126 and for a masked score, NaN kept.
 TEST_CASE("exp2_fma is within 4e-6 of 2^x on [-126, 0], 0 below, NaN kept") {
   double worst = 0.0;
   const std::uint32_t last = fd::float_bits(-126.0f);  // negative floats grow in bits as x falls
