@@ -13,8 +13,8 @@ flashdemo's time is `bench --json`'s median_ms, taken only when bench verified i
 --reps after one warm-up call. The binaries run one after the other on each case, so a slow
 moment of the machine falls on all of them alike.
 
-Each row of --out is one (binary, case): the keys of ../shared/tools/cpu_compare.py (pass_, d,
-causal, n, flashdemo, torch_flash, torch_math, ratio_vs_torch_flash, in GFLOP/s) plus threads,
+Each row of --out is one (binary, case): the keys of the older one-binary runs in docs/data (pass_,
+d, causal, n, flashdemo, torch_flash, torch_math, ratio_vs_torch_flash, in GFLOP/s) plus threads,
 heads, binary, ratio_vs_best (against the faster PyTorch backend) and bench (bench's own JSON).
 Cases whose heads exceed 1 run only for n <= --heads-max-n, and with --heads-reps reps; once
 --budget seconds have passed the remaining cases are listed as skipped, not run.
@@ -53,7 +53,7 @@ def torch_ms(heads, n, d, causal, pass_, reps):
             with sdpa_kernel([backend]):
                 def fwd():
                     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                if pass_ == "fwd":  # with autograd on, as ../shared/tools/cpu_compare.py times it
+                if pass_ == "fwd":  # with autograd on (q, k, v require grad), as the older runs were timed
                     out[name] = median_s(fwd, reps) * 1e3
                 else:
                     o = fwd()

@@ -10,7 +10,8 @@
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
 //              registers, dQ cut by column halves; at d = 128 dQ cut by keys, three stages;
 //              at both, dQ staged without bank conflicts (spread); at d = 128 dQ's reduces
-//              issued by a writer warp (the rung's choice at d = 64)        hopper_backward.cuh
+//              issued by a writer warp (the rung's choice at d = 64); at both, the query
+//              tiles walked from a place of each key tile's own (rotated)   hopper_backward.cuh
 // The rung's own choice at d (its per-d defaults) comes first: the base each step is read against.
 #include "cuda/host/rungs_api.hpp"
 
@@ -22,8 +23,8 @@ namespace {
 // consumers, stage_o, exp_fma), or the backward's
 // HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Stages3 = 32,
 // Writer = 64, Br, held,
-// staging; -1 the rung's default). rung_choice stands once per pass, with every switch at the
-// default.
+// staging, persistent, rotate; -1 the rung's default). rung_choice stands once per pass, with every
+// switch at the default.
 struct StepSetting {
   HopperStep step;
   Pass pass;
@@ -58,6 +59,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, {}, {true, 0, -1, -1}},
     {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},    // P, Dq, 3
     {HopperStep::bwd_dq_writer, Pass::bwd, 128, true, {}, {true, -1, 67, -1}},  // P, Dq, writer
+    {HopperStep::bwd_rotate, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 0, 1}},
     {HopperStep::bwd_persistent, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 1}},
 };
 

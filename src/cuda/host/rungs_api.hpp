@@ -66,6 +66,7 @@ struct HopperBwdSteps {
   int held = 0;  // rows of K_j (1), of K_j and V_j (2) in registers (HopperSteps::bwd_held)
   int staging = -1;
   int persistent = 0;  // 1: one block an SM over the (key tile, head) items (bf16 only)
+  int rotate = 0;      // 1: the rung's choice, key tile j's walk over the query tiles rotated by j
 };
 template <class T>
 Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Variant v,
@@ -79,7 +80,8 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 // atomics, the overlaps bit by bit, dQ staged without bank conflicts (spread), and, where the rung
 // has them, Br = 64 at d = 64 (the rung's is 128 there) with the variants only it has (the
 // pipeline across tiles, K_j and V_j held in registers, dQ cut by column halves), or the cut of dQ
-// by keys and three stages of Q_i, dO_i (d = 128), and dQ's reduces by a writer warp (d = 128).
+// by keys and three stages of Q_i, dO_i (d = 128), dQ's reduces by a writer warp (d = 128), and the
+// query tiles walked from a place of each key tile's own (rotated).
 // The backward's variants beyond atomics are built in bf16 only: in fp16 the list stops there.
 enum class HopperStep {
   rung_choice,
@@ -106,6 +108,7 @@ enum class HopperStep {
   bwd_dq_by_keys,
   bwd_stages3,
   bwd_dq_writer,
+  bwd_rotate,
   bwd_persistent
 };
 std::vector<HopperStep> hopper_steps(Pass pass, index_t d, Precision p);

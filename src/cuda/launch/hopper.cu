@@ -375,6 +375,13 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
           constexpr int O = hopper_bwd_overlap(kD, kBr) | kBwdDqWriter;
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
         }
+      // the query tiles walked from a place of the key tile's own (the rung's settings beside)
+      if constexpr (kBr == HopperBwdTiles<kD>::Br)
+        if (steps.bwd_rotate == 1 && steps.bwd_overlap < 0 && steps.dq_by_columns < 0 &&
+            steps.bwd_held == 0 && !other_staging && !steps.bwd_persistent) {
+          constexpr int O = hopper_bwd_choice(kD, kBr) | kBwdRotate;
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
+        }
       // the other cut at Br = 64, d = 128: by keys (twice the reduce traffic, no meeting)
       if constexpr (kD == 128 && kBr == 64)
         if (steps.dq_by_columns == 0)
@@ -386,16 +393,15 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     const bool other_cut =
         steps.dq_by_columns >= 0 && (steps.dq_by_columns == 1) != (kCut == DqCut::columns);
     if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_overlap(kD, kBr)) || other_cut ||
-        steps.bwd_held != 0 || staging != hopper_bwd_dq_staging(kD) || steps.bwd_persistent)
+        steps.bwd_held != 0 || staging != hopper_bwd_dq_staging(kD) || steps.bwd_persistent ||
+        steps.bwd_rotate)
       throw CudaError("hopper's backward has no kernel for overlap " +
                       std::to_string(steps.bwd_overlap) + ", dq_by_columns " +
                       std::to_string(steps.dq_by_columns) + ", held " +
                       std::to_string(steps.bwd_held) + ", staging " + std::to_string(int(staging)) +
                       " at d = " + std::to_string(kD) + ", Br = " + std::to_string(kBr) +
                       " in this element type");
-    constexpr int kChoice =
-        hopper_bwd_overlap(kD, kBr) | (hopper_bwd_writes_dq(kD, kBr) ? kBwdDqWriter : 0);
-    return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, kChoice>, bytes);
+    return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, hopper_bwd_choice(kD, kBr)>, bytes);
   }
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it
   const Tiling mma_tiling{p.s.n, p.s.m, kBwdTile, kBwdTile};

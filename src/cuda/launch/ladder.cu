@@ -177,7 +177,7 @@ HopperSteps launch_steps(HopperBwdSteps bwd) {
   HopperSteps steps;
   steps.bulk_dq = int(bwd.bulk_dq), steps.dq_by_columns = bwd.dq_by_columns;
   steps.bwd_overlap = bwd.overlap, steps.bwd_held = bwd.held, steps.dq_staging = bwd.staging;
-  steps.bwd_persistent = bwd.persistent;
+  steps.bwd_persistent = bwd.persistent, steps.bwd_rotate = bwd.rotate;
   return steps;
 }
 

@@ -167,6 +167,7 @@ struct HopperSteps {
   int exp_fma = 0;     // 1 in exp_fma of the softmax's exps by exp2_fma (0: none; 8 or 4: d = 64)
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
   int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
+  int bwd_rotate = 0;      // the rung's backward, each key tile's walk rotated (kBwdRotate)
 };
 
 // One forward of the problem on each rung (p.tiling.Tr() > 0, p.s.heads() > 0), the kernel

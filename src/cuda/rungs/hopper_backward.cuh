@@ -89,6 +89,11 @@ inline constexpr int kHopperBwdDqRows = 16;
 //                  step around the staging (swizzled) and its issuer waited for the last reduce's
 //                  read; it waits only when its staging is still being read (one dQ block a
 //                  warpgroup a step: the rung's cut at each d)
+//   kBwdRotate     key tile j walks its query tiles from i0 + j mod (Tr - i0) on, wrapping round,
+//                  not from i0: the blocks of one head, which run at once, then add into different
+//                  rows of dQ at each step, where in order they all reduce into the same rows
+//                  (128 blocks a head at n = 16384, 32 at n = 4096); Q_i, dO_i and dQ_i of every
+//                  tile are still read and added once a block (walk_tile)
 // and two bits that move an operand, not the order:
 //   kBwdKRegisters, kBwdVRegisters  the warpgroup's 64 rows of K_j (of V_j) loaded once into
 //                  registers as A fragments (ldmatrix), so that S^T = K_j Q_i^T (dP^T = V_j dO_i^T)
@@ -96,7 +101,7 @@ inline constexpr int kHopperBwdDqRows = 16;
 //                  product (d / 4 registers each; Br = 64)
 inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2, kBwdOverlapNext = 4;
 inline constexpr int kBwdKRegisters = 8, kBwdVRegisters = 16, kBwdStages3 = 32;
-inline constexpr int kBwdDqWriter = 64;
+inline constexpr int kBwdDqWriter = 64, kBwdRotate = 128;
 // The writer's named barriers: full + c, warpgroup c's block staged and fenced; empty + c, its
 // staging read by the last reduce. Each counts the warpgroup's 128 threads and the writer's 32.
 inline constexpr int kBwdDqFull = 5, kBwdDqEmpty = 7, kBwdDqThreads = 160;
@@ -140,6 +145,10 @@ constexpr int hopper_bwd_overlap(int d, int Br) {
 // cut or Br (hopper.cu launches it only with every step default).
 constexpr bool hopper_bwd_writes_dq(int d, int Br) {
   return d == 64 && Br == 128;
+}
+// The rung's own kernel's bits at (d, Br): its overlaps, and the writer warp where it has it.
+constexpr int hopper_bwd_choice(int d, int Br) {
+  return hopper_bwd_overlap(d, Br) | (hopper_bwd_writes_dq(d, Br) ? kBwdDqWriter : 0);
 }
 
 // How the kernel gives dQ_i its share dS K_j of key tile j: not at all (mma's dQ kernel computes
@@ -499,6 +508,13 @@ struct BwdItem {
   int j, head;
 };
 
+// The query tile of step t (0 <= t < count = Tr - i0) of key tile j's walk: i0 + t, or rotated
+// (kBwdRotate) i0 + (t + j) mod count, every tile once either way.
+template <bool kRotate>
+__device__ __forceinline__ int walk_tile(int t, int i0, int count, int j) {
+  return kRotate ? i0 + (t + j) % count : i0 + t;
+}
+
 template <class E, int kD, DqWay kDq, int kBr = HopperBwdTiles<kD>::Br,
           DqCut kCut = hopper_bwd_cut(kD, kBr), int kOverlap = hopper_bwd_overlap(kD, kBr),
           DqStaging kStaging = hopper_bwd_dq_staging(kD), bool kPersistent = false>
@@ -515,7 +531,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   constexpr bool kKRegs = kOverlap & kBwdKRegisters, kVRegs = kOverlap & kBwdVRegisters;
   constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
   constexpr bool kByWarp = kStaging == DqStaging::groups, kSpread = kStaging == DqStaging::spread;
-  constexpr bool kWriter = kOverlap & kBwdDqWriter;
+  constexpr bool kWriter = kOverlap & kBwdDqWriter, kRotate = kOverlap & kBwdRotate;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmem<kD, kBr, kCut, (kOverlap & kBwdStages3) ? 3 : 2>;
   static_assert(L::kBytes <= int(kSmemOptIn), "the stages do not fit in shared memory");
@@ -595,8 +611,10 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         int u = 0;                  // (32-bit counts, in its 24 registers)
         for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
           const BwdItem it = item(wi);
-          for (int i = int(first_query_tile(a.tiling, a.mask, it.j)); i < int(Tr); ++i, ++u)
-            write_dq_step<kD, kCut, kStaging>(&tmdQ, sdQ, u, i * Br, it.head);
+          const int i0 = int(first_query_tile(a.tiling, a.mask, it.j)), count = int(Tr) - i0;
+          for (int t = 0; t < count; ++t, ++u)
+            write_dq_step<kD, kCut, kStaging>(&tmdQ, sdQ, u,
+                                              walk_tile<kRotate>(t, i0, count, it.j) * Br, it.head);
         }
         if (threadIdx.x == 32) hopper_ptx::bulk_wait<0>();  // the last reduces done
         return;
@@ -618,8 +636,9 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                                   full_kv);
         }
       }
-      for (index_t i = i_first; i < Tr; ++i, ++u) {
-        const int s = int(u % kStages);
+      const int count = int(Tr - i_first);
+      for (int t = 0; t < count; ++t, ++u) {
+        const int i = walk_tile<kRotate>(t, int(i_first), count, it.j), s = int(u % kStages);
         if (u >= kStages) hopper_ptx::mbarrier_wait(empty + s, unsigned((u / kStages - 1) & 1));
         hopper_ptx::mbarrier_arrive_expect_tx(full + s, 2 * Br * kD * 2 + Br * 8);
         for (int h = 0; h < kD / 64; ++h) {
@@ -649,6 +668,10 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     wi_next = item_at(++k);
     const BwdItem it = item(wi);
     const index_t j = it.j, head = it.head, k0 = j * Bc, i0 = first_query_tile(a.tiling, a.mask, j);
+    const int count = int(Tr - i0);  // the item's steps t: query tile tile_of(t)
+    const auto tile_of = [&](int t) -> index_t {
+      return walk_tile<kRotate>(t, int(i0), count, it.j);
+    };
     float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
     const bool ragged = k0 + Bc > a.n_keys;  // the last key tile: its keys past n_keys are zeros
     std::uint32_t kf[kKRegs ? kD / 16 : 1][4], vf[kVRegs ? kD / 16 : 1][4];  // K_j, V_j rows
@@ -658,10 +681,10 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     const Operand<E> Kk = k_major(sK), Vk = k_major(sV), Qk = k_major(sQ), dOk = k_major(sdO);
     const Operand<E> Qt = mn_major(sQ, Br), dOt = mn_major(sdO, Br);
     const Operand<E> Kt = mn_major(sK, Bc), dSTt0 = mn_major(sdST, Bc);
-    // S^T = K_j Q_i^T and dP^T = V_j dO_i^T of query tile i, once its stage is full: one commit
-    // group, or kScoreGroups = 2 with the P overlap.
-    const auto issue_scores = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
-      const index_t u = u0 + i - i0;
+    // S^T = K_j Q_i^T and dP^T = V_j dO_i^T of step t's query tile, once its stage is full: one
+    // commit group, or kScoreGroups = 2 with the P overlap.
+    const auto issue_scores = [&](int t, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
+      const index_t u = u0 + t;
       const int s = int(u % kStages);
       hopper_ptx::mbarrier_wait(full + s, unsigned((u / kStages) & 1));
       hopper_ptx::wgmma_fence();
@@ -733,16 +756,17 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       if (kBulk && !kWaitFirst && issuer) hopper_ptx::bulk_wait_read<0>();
     };
 
-    // P^T = exp2(S^T c - L2_q) over query tile i once S^T is in (while dP^T may still run), then
-    // dP^T in: nothing of the tile's products left in flight.
-    const auto probabilities_in = [&](index_t i, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
+    // P^T = exp2(S^T c - L2_q) over step t's query tile i once S^T is in (while dP^T may still
+    // run), then dP^T in: nothing of the tile's products left in flight.
+    const auto probabilities_in = [&](int t, float(&st)[Br / 8][4], float(&dpt)[Br / 8][4]) {
+      const index_t i = tile_of(t);
       const bool edge = ragged || a.tiling.classify(a.mask, i, j) == TileKind::partial;
       if constexpr (kOverlapP)
         hopper_ptx::wgmma_wait<1>();  // S^T in; dP^T may still run
       else
         hopper_ptx::wgmma_wait<0>();
       hopper_ptx::fence_operands(st);
-      const float2* LDi = sLD + int((u0 + i - i0) % kStages) * Br;
+      const float2* LDi = sLD + int((u0 + t) % kStages) * Br;
       if (edge)
         probabilities_t<Br, true>(st, LDi, a, k0 + key_row, i * Br);
       else
@@ -758,13 +782,13 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       if constexpr (kKRegs) load_row_fragments<E, kD>(kf, sK, c);
       if constexpr (kVRegs) load_row_fragments<E, kD>(vf, sV, c);
     }
-    if (kNext && i0 < Tr) issue_scores(i0, st, dpt), probabilities_in(i0, st, dpt);
-    for (index_t i = i0; i < Tr; ++i) {
-      const index_t u = u0 + i - i0, q0 = i * Br;
+    if (kNext && i0 < Tr) issue_scores(0, st, dpt), probabilities_in(0, st, dpt);
+    for (int t = 0; t < count; ++t) {
+      const index_t u = u0 + t, q0 = tile_of(t) * Br;
       const int s = int(u % kStages);
       const Operand<E> Qi = Qt.plus(s * Br * kD), dOi = dOt.plus(s * Br * kD);
       const float2* LDi = sLD + s * Br;
-      if constexpr (!kNext) issue_scores(i, st, dpt), probabilities_in(i, st, dpt);
+      if constexpr (!kNext) issue_scores(t, st, dpt), probabilities_in(t, st, dpt);
       score_gradients_t<Br>(dpt, st, LDi);
       std::uint32_t pf[Br / 16][4], df[Br / 16][4];
 #pragma unroll
@@ -790,8 +814,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         hopper_ptx::mbarrier_arrive(empty + s);
       };
       if constexpr (kNext) {
-        // dV, dK and dQ's one block of tile i queued, then S^T and dP^T of tile i + 1 behind
-        // them: the wait lets the next products run while tile i's dQ is staged and sent.
+        // dV, dK and dQ's one block of step t's tile queued, then S^T and dP^T of step t + 1's
+        // behind them: the wait lets the next products run while tile i's dQ is staged and sent.
         float dq[64 / 8][4];
         if constexpr (kAtomicDq) {
           dst_in_place();
@@ -806,13 +830,13 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
             send_dq(dq, u, q0, 0, 0, 0);
           }
         };
-        // Tile i + 1's products issued and waited for in one branch, not across the loop's back
+        // Step t + 1's products issued and waited for in one branch, not across the loop's back
         // edge: ptxas serializes every wgmma of a kernel where it cannot prove none is in flight.
-        if (i + 1 < Tr) {
-          issue_scores(i + 1, st, dpt);
+        if (t + 1 < count) {
+          issue_scores(t + 1, st, dpt);
           hopper_ptx::wgmma_wait<kScoreGroups>();
           finish_tile();
-          probabilities_in(i + 1, st, dpt);
+          probabilities_in(t + 1, st, dpt);
         } else {
           hopper_ptx::wgmma_wait<0>();
           finish_tile();
