@@ -36,6 +36,9 @@ namespace {
 using ui::Msg;
 
 constexpr index_t kCeilingSide = 8192;  // the square bf16 GEMM of the ceiling
+// The teaching rung's timed runs: about this many seconds (3 runs at least), not --reps runs of
+// a kernel that takes seconds each at n = 16384 (bench::fit_to_budget).
+constexpr double kTeachingBudgetS = 3.0;
 
 struct LadderOptions : ProblemShape {                    // b, h, n, m (0: n), d, causal
   LadderOptions() { b = 4, h = 16, n = 4096, d = 128; }  // 16k tokens, h d = 2048
@@ -102,8 +105,9 @@ std::vector<Row> climb(const LadderOptions& o) {
       arrays = bench::random_arrays<float>(c), drawn = row.precision;
     }
     try {
-      row.m =
-          bench::measure(c, *arrays, gpu_runner<float>(c, rung, false, *arrays), o.warmup, o.reps);
+      const double budget_s = rung == Impl::teaching ? kTeachingBudgetS : 0;
+      row.m = bench::measure(c, *arrays, gpu_runner<float>(c, rung, false, *arrays), o.warmup,
+                             o.reps, {}, budget_s);
     } catch (const cuda::CudaError& e) {
       row.why = ui::tr(Msg::ladder_kernel_failed, e.what());
       row.why_en =
@@ -218,6 +222,10 @@ void print_table(const LadderOptions& o, const std::vector<Row>& rows, double ce
                base ? fmt::format("{:.2f}x", base->m->times.median_ms / m.times.median_ms) : "-",
                ui::tr(Msg::ladder_yes), ui::tr(idea(r.rung, o.pass)));
   }
+  for (const Row& r : rows)  // a rung timed fewer times than --reps (kTeachingBudgetS)
+    if (r.m && r.m->timed && index_t(r.m->times.reps) < o.reps)
+      ui::result(Msg::ladder_fewer_reps, impl_name(r.rung), r.m->times.reps,
+                 r.m->times.median_ms / 1000);
 }
 
 // --steps: one setting of hopper's, timed (median ms, the case's TFLOP/s at it) or not run and why.

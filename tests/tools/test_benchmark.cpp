@@ -1,10 +1,13 @@
 // test_benchmark.cpp — the mechanics `bench` and `ladder` share (benchmark.hpp): FLOPs as
 // FlashAttention's benchmarks count them, inputs stored in bf16/fp16 when asked, verification in
-// the case's precision (a right answer passes, a wrong one fails and nothing is timed), the times.
+// the case's precision (a right answer passes, a wrong one fails and nothing is timed), the times,
+// and the time budget that cuts a slow kernel's runs.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flashdemo/tools/benchmark.hpp"
@@ -103,6 +106,46 @@ TEST_CASE("bench: a device that times itself is asked for its times, after verif
   CHECK(t.median_ms == 3.0);  // the upper median of an even count, as bench has always taken
   CHECK(t.min_ms == 1.0);
   CHECK(t.max_ms == 5.0);
+}
+
+TEST_CASE("bench: a time budget cuts the warm-up and reps of a slow kernel, 3 reps at least") {
+  index_t warmup = 3, reps = 20;
+  bench::fit_to_budget(0.01, 3.0, warmup, reps);  // 23 runs of 10 ms: within 3 s, as asked
+  CHECK((warmup == 3 && reps == 20));
+  bench::fit_to_budget(0.5, 3.0, warmup, reps);  // 23 runs of 0.5 s: 6 runs, no warm-up
+  CHECK((warmup == 0 && reps == 6));
+  warmup = 3, reps = 20;
+  bench::fit_to_budget(6.5, 3.0, warmup, reps);  // one run past the budget: 3 runs still
+  CHECK((warmup == 0 && reps == bench::kMinBudgetReps));
+  warmup = 1, reps = 2;
+  bench::fit_to_budget(6.5, 3.0, warmup, reps);  // fewer asked than the least: as asked
+  CHECK((warmup == 0 && reps == 2));
+  warmup = 3, reps = 20;
+  bench::fit_to_budget(6.5, 0, warmup, reps);  // no budget: as asked
+  CHECK((warmup == 3 && reps == 20));
+
+  // measure judges by the verification run of the timed pass: the backward's, not the forward's
+  bench::Case c;
+  c.n = c.m = 20, c.d = 4, c.pass = bench::Pass::bwd;
+  const auto a = bench::random_arrays<double>(c);
+  bench::Runner<double> r = bench::cpu_runner(c, bench::CpuImpl::tiled, 1, a);
+  const auto backward = r.backward;
+  r.backward = [backward](bench::Outputs<double>& out) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    backward(out);
+  };
+  index_t asked_warmup = -1, asked_reps = -1;
+  r.device_times = [&](index_t w, index_t n) {
+    asked_warmup = w, asked_reps = n;
+    return std::vector<double>(std::size_t(n), 40.0);
+  };
+  const auto m = bench::measure(c, a, r, 3, 20, {}, 0.1);  // 23 runs of 40 ms: past 0.1 s
+  CHECK(m.timed);
+  CHECK(asked_warmup == 0);
+  CHECK(asked_reps == bench::kMinBudgetReps);  // 0.1 s / 40 ms = 2: the least, 3
+  CHECK(m.times.reps == std::size_t(bench::kMinBudgetReps));
+  bench::measure(c, a, r, 3, 20);  // no budget: as asked
+  CHECK((asked_warmup == 3 && asked_reps == 20));
 }
 
 TEST_CASE("bench: the parallel read reads the bytes asked for, in whole words, at some speed") {

@@ -238,18 +238,30 @@ double PeakMemory::growth() const {
   return status_bytes("VmHWM:") - rss_before_;
 }
 
+void fit_to_budget(double once, double budget_s, index_t& warmup, index_t& reps) {
+  if (budget_s <= 0 || once <= 0 || double(warmup + reps) * once <= budget_s) return;
+  warmup = 0;
+  reps = std::min(reps, std::max(kMinBudgetReps, index_t(budget_s / once)));
+}
+
 template <class T>
 Measurement measure(const Case& c, const Arrays<T>& a, const Runner<T>& run, index_t warmup,
-                    index_t reps, const Progress& progress) {
+                    index_t reps, const Progress& progress, double budget_s) {
   Measurement m;
   Outputs<T> saved = make_outputs<T>(c);
   // From the first run on: what the fast path keeps for its next call (its workspace) is
   // allocated there, and counts.
   const PeakMemory peak;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
   run.forward(saved);
+  const Clock::time_point t1 = Clock::now();
   if (c.pass == Pass::bwd) run.backward(saved);
+  const Clock::time_point t2 = Clock::now();
   m.verdict = verify(c, a, saved);
   if (!m.verdict.pass) return m;
+  const auto timed_pass = c.pass == Pass::bwd ? t2 - t1 : t1 - t0;  // (the pass the reps time)
+  fit_to_budget(std::chrono::duration<double>(timed_pass).count(), budget_s, warmup, reps);
   std::vector<double> ms;
   if (run.device_times)
     ms = run.device_times(warmup, reps);
@@ -319,7 +331,7 @@ ReadBandwidth read_bandwidth(double bytes, index_t threads, index_t reps) {
   template Verdict verify(const Case&, const Arrays<T>&, const Outputs<T>&);                      \
   template Runner<T> cpu_runner(const Case&, CpuImpl, index_t, const Arrays<T>&);                 \
   template Measurement measure(const Case&, const Arrays<T>&, const Runner<T>&, index_t, index_t, \
-                               const Progress&);                                                  \
+                               const Progress&, double);                                          \
   template Ceiling gemm_ceiling(const Case&, const Arrays<T>&, index_t, index_t, const Progress&);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)

@@ -127,9 +127,17 @@ struct Measurement {
   double peak_bytes = 0;  // beyond inputs and outputs (meaningful on the CPU)
 };
 
+// budget_s > 0: the warm-up and reps cut so that the timed runs take about budget_s, judged by the
+// verification run's time (fit_to_budget): a slow kernel (the teaching rung at n = 16384 takes
+// seconds a run) is timed a few times, not --reps times.
 template <class T>
 Measurement measure(const Case& c, const Arrays<T>& a, const Runner<T>& run, index_t warmup,
-                    index_t reps, const Progress& progress = {});
+                    index_t reps, const Progress& progress = {}, double budget_s = 0);
+
+// With runs of `once` seconds, warmup + reps of them past budget_s: no warm-up (the verification
+// run was one) and budget_s / once reps, kMinBudgetReps at least (or reps, if fewer were asked).
+inline constexpr index_t kMinBudgetReps = 3;
+void fit_to_budget(double once, double budget_s, index_t& warmup, index_t& reps);
 
 // The CPU's ceiling in the same run: the best speed of a square GEMM C = A B (k x k each, 2 k^3
 // FLOPs) on the same threads, checked on two rows against a double product. Square, because a
