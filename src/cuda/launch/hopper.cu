@@ -286,9 +286,9 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
   constexpr DqCut kCut = hopper_bwd_cut(kD, kBr);
   constexpr std::size_t bytes = HopperBwdSmem<kD, kBr>::kBytes;
   using W = DqWay;
-  if (steps.bwd_persistent && (deterministic || !steps.bulk_dq))  // (not the ordinary grid instead)
-    throw CudaError(
-        "hopper's persistent backward adds dQ by the bulk reduce only: not "
+  if ((steps.bwd_persistent || steps.bwd_rotate) && (deterministic || !steps.bulk_dq))
+    throw CudaError(  // (not the ordinary grid, or the walk in order, instead)
+        "hopper's persistent backward and its rotated walk add dQ by the bulk reduce only: not "
         "deterministic, not by atomics");
   if (deterministic) {
     run(hopper_bwd_kernel<E, kD, W::separate, kBr>, bytes);
