@@ -296,6 +296,18 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, W::atomics, kBr>, bytes);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
+      // The query tiles walked from a place of the key tile's own, beside the rung's settings only
+      // (first: no other branch below runs it, so none may take it in order instead).
+      if (steps.bwd_rotate == 1) {
+        if constexpr (kBr == HopperBwdTiles<kD>::Br)
+          if (steps.bwd_overlap < 0 && steps.dq_by_columns < 0 && steps.bwd_held == 0 &&
+              staging == hopper_bwd_dq_staging(kD) && !steps.bwd_persistent) {
+            constexpr int O = hopper_bwd_choice(kD, kBr) | kBwdRotate;
+            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
+          }
+        throw CudaError(
+            "hopper's backward walks the query tiles rotated with its own settings only");
+      }
       // The persistent grid: one block an SM over the (key tile, head) items, the rung's settings.
       if (steps.bwd_persistent == 1 && steps.bwd_overlap < 0 && steps.bwd_held == 0 &&
           steps.dq_by_columns < 0 && staging == hopper_bwd_dq_staging(kD)) {
@@ -373,13 +385,6 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
             steps.dq_by_columns < 0 && steps.bwd_held == 0 && !other_staging &&
             !steps.bwd_persistent) {
           constexpr int O = hopper_bwd_overlap(kD, kBr) | kBwdDqWriter;
-          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
-        }
-      // the query tiles walked from a place of the key tile's own (the rung's settings beside)
-      if constexpr (kBr == HopperBwdTiles<kD>::Br)
-        if (steps.bwd_rotate == 1 && steps.bwd_overlap < 0 && steps.dq_by_columns < 0 &&
-            steps.bwd_held == 0 && !other_staging && !steps.bwd_persistent) {
-          constexpr int O = hopper_bwd_choice(kD, kBr) | kBwdRotate;
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
         }
       // the other cut at Br = 64, d = 128: by keys (twice the reduce traffic, no meeting)
