@@ -296,12 +296,15 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     if (!steps.bulk_dq) return run(hopper_bwd_kernel<E, kD, W::atomics, kBr>, bytes);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {  // the overlaps each way, timed in bf16
       constexpr int P = kBwdOverlapP, Dq = kBwdOverlapDq;
+      // Every switch but the grid and the walk at the rung's own: what those two run beside.
+      const bool other_staging = staging != hopper_bwd_dq_staging(kD);
+      const bool own_settings =
+          steps.bwd_overlap < 0 && steps.dq_by_columns < 0 && steps.bwd_held == 0 && !other_staging;
       // The query tiles walked from a place of the key tile's own, beside the rung's settings only
       // (first: no other branch below runs it, so none may take it in order instead).
       if (steps.bwd_rotate == 1) {
         if constexpr (kBr == HopperBwdTiles<kD>::Br)
-          if (steps.bwd_overlap < 0 && steps.dq_by_columns < 0 && steps.bwd_held == 0 &&
-              staging == hopper_bwd_dq_staging(kD) && !steps.bwd_persistent) {
+          if (own_settings && !steps.bwd_persistent) {
             constexpr int O = hopper_bwd_choice(kD, kBr) | kBwdRotate;
             return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
           }
@@ -309,8 +312,7 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
             "hopper's backward walks the query tiles rotated with its own settings only");
       }
       // The persistent grid: one block an SM over the (key tile, head) items, the rung's settings.
-      if (steps.bwd_persistent == 1 && steps.bwd_overlap < 0 && steps.bwd_held == 0 &&
-          steps.dq_by_columns < 0 && staging == hopper_bwd_dq_staging(kD)) {
+      if (steps.bwd_persistent == 1 && own_settings) {
         constexpr int O = hopper_bwd_overlap(kD, kBr);
         const auto kernel =
             hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O, hopper_bwd_dq_staging(kD), true>;
@@ -339,7 +341,6 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
             return run(swizzled_kernel<E, kD, kBr, C, P>(staging), b);
         }
       // dQ staged the other way (spread; or, at d = 128, swizzled), the rest as the rung's
-      const bool other_staging = staging != hopper_bwd_dq_staging(kD);
       if (other_staging && swizzled_box && steps.bwd_overlap < 0 && steps.bwd_held == 0 &&
           steps.dq_by_columns < 0)
         return run(swizzled_kernel<E, kD, kBr, kCut, hopper_bwd_overlap(kD, kBr)>(staging), bytes);
