@@ -570,9 +570,9 @@ TEST_CASE("decode: the inputs drawn on the GPU come back as the kernel read them
   }
 }
 
-// The variant with each step's loads issued a step ahead (decode_kernel<..., true>) computes the
-// same arithmetic in the same order: the same bits as the plain kernel, every split's parts too.
-TEST_CASE("decode: the loads a step ahead give the plain kernel's bits") {
+// The loads a step ahead and the bulk copies through shared memory (KvFeed) compute the same
+// arithmetic in the same order: the same bits as the plain kernel, every split's parts too.
+TEST_CASE("decode: every feed of K and V gives the plain kernel's bits") {
   for (Precision prec : {Precision::bf16, Precision::fp16, Precision::fp32})
     for (const DecodeCase& c : kDecodeCases)
       for (bool causal : {false, true}) {
@@ -581,22 +581,25 @@ TEST_CASE("decode: the loads a step ahead give the plain kernel's bits") {
         const index_t Tc = decode_tiling(shape, cuda::decode_tiles(c.n)).Tc();
         for (index_t num_splits : {index_t(1), index_t(3)}) {
           if (num_splits > Tc) continue;
-          INFO(precision_name(prec) << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d="
-                                    << c.d << " causal=" << causal << " splits=" << num_splits);
           const cuda::DecodeInputs drawn{nullptr, nullptr, nullptr, 11};
           const cuda::DecodeRun plain =
-              cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, false);
-          const cuda::DecodeRun ahead =
-              cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, true);
-          CHECK(plain.O == ahead.O);
-          CHECK(plain.L == ahead.L);
-          CHECK(plain.O_part == ahead.O_part);
-          CHECK(plain.L_part == ahead.L_part);
+              cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, cuda::KvFeed::plain);
+          for (cuda::KvFeed feed : {cuda::KvFeed::ahead, cuda::KvFeed::bulk}) {
+            INFO(precision_name(prec)
+                 << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d=" << c.d
+                 << " causal=" << causal << " splits=" << num_splits << " feed=" << int(feed));
+            const cuda::DecodeRun other =
+                cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, feed);
+            CHECK(plain.O == other.O);
+            CHECK(plain.L == other.L);
+            CHECK(plain.O_part == other.O_part);
+            CHECK(plain.L_part == other.L_part);
+          }
         }
       }
 }
 
-// Not a test (-tc="decode speed*" --no-skip): the plain kernel and the loads a step ahead, each
+// Not a test (-tc="decode speed*" --no-skip): the three feeds of K and V (plain, ahead, bulk), each
 // with its own plan (its occupancy; the GPU's minimum split, as flashdemo decode plans), at
 // decode_compare.py's cases, beside a device-to-device copy (bytes read + written) of the K and V
 // bytes: TB/s = 2 h m d 2 bytes / median time of 50.
@@ -607,18 +610,19 @@ TEST_CASE("decode speed, printed" * doctest::skip()) {
         const DecodeShape shape{h, 1, m, d};
         const double bytes = 2.0 * double(h * m * d) * 2;
         const cuda::CopyBandwidth copy = cuda::copy_bandwidth(bytes, 20);
-        for (bool ahead : {false, true}) {
-          const cuda::DecodeWorkers w = cuda::decode_workers(Precision::bf16, d, 1, ahead);
+        for (cuda::KvFeed feed : {cuda::KvFeed::plain, cuda::KvFeed::ahead, cuda::KvFeed::bulk}) {
+          const cuda::DecodeWorkers w = cuda::decode_workers(Precision::bf16, d, 1, feed);
           const Tiling t = decode_tiling(shape, cuda::decode_tiles(1));
           const index_t splits = plan_splits(decode_units(shape, cuda::decode_tiles(1)),
                                              w.workers(), t.Tc(), gpu_min_split_tiles(t.Bc))
                                      .splits;  // the plan flashdemo decode runs
           cuda::DecodeRun r =
               cuda::decode(shape, AttnParams{}, Precision::bf16, splits,
-                           cuda::DecodeInputs{nullptr, nullptr, nullptr, 3}, {}, 3, 50, ahead);
+                           cuda::DecodeInputs{nullptr, nullptr, nullptr, 3}, {}, 3, 50, feed);
           std::sort(r.ms.begin(), r.ms.end());
           const double ms = r.ms[r.ms.size() / 2], tbps = bytes / (ms * 1e-3) / 1e12;
-          MESSAGE("decode m=" << m << " h=" << h << " d=" << d << " ahead=" << ahead
+          const std::string names[] = {"plain", "ahead", "bulk"};
+          MESSAGE("decode m=" << m << " h=" << h << " d=" << d << " feed=" << names[int(feed)]
                               << " S=" << splits << " blocks/SM=" << w.blocks_per_sm << ": " << ms
                               << " ms, " << tbps << " TB/s, " << 100 * tbps / copy.tbps
                               << " % of the copy's " << copy.tbps << " TB/s");
@@ -924,8 +928,6 @@ TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that r
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==
         std::vector<S>{S::rung_choice, S::bwd_atomics});
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16).back() == S::bwd_persistent);
-  const std::vector<S> bwd64 = cuda::hopper_steps(cuda::Pass::bwd, 64, Precision::bf16);
-  CHECK(std::count(bwd64.begin(), bwd64.end(), S::bwd_dq_writer) == 0);  // the choice at d = 64
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::bf16).back() == S::bwd_persistent);
   for (cuda::Pass pass : {cuda::Pass::fwd, cuda::Pass::bwd})
     for (index_t d : {64, 128, 256})

@@ -23,6 +23,14 @@
 // the G lanes of the key by shuffles; each group of G lanes keeps its own online-softmax state
 // per row (m2, l, the same in its G lanes) and chunk c of O. At the end the 32 / G states of a
 // warp merge by shuffles, the 4 warps' through shared memory, with the same rescale factors.
+//
+// How a step's K and V reach the lanes (KvFeed, decode_api.hpp): each lane's own loads, issued
+// when the step starts (plain) or a step earlier (ahead); or the copy engine (bulk): one thread
+// sends a step's K rows and V rows, contiguous in memory (kStepKeys x d elements each: 8 KiB at
+// any E and d), into one of kStages stages of shared memory by cp.async.bulk, completing on the
+// stage's `full` mbarrier; the lanes read the same 16-byte chunks from there, and every thread
+// arrives on the stage's `empty` mbarrier when it has read them, before the thread refills it.
+// So a block keeps up to kStages - 1 steps in flight (48 KiB) without registers to hold them.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -31,8 +39,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/host/decode_api.hpp"
 #include "cuda/host/head_dims.hpp"
 #include "cuda/primitives/element.cuh"
+#include "cuda/primitives/hopper_ptx.cuh"
 #include "cuda/primitives/ptx.cuh"
 #include "flashdemo/host_device/mask.hpp"
 #include "flashdemo/host_device/online_softmax.hpp"
@@ -134,6 +144,50 @@ __device__ inline DecodeLoads<E, kD> decode_loads(const E* K, const E* V, index_
                                         : make_uint4(0, 0, 0, 0);
   }
   return x;
+}
+
+// The bulk feed's shared memory: kStages stages, each one step's K rows then its V rows (the
+// keys base .. base + kStepKeys of the split), then each stage's full and empty barriers.
+template <class E, int kD>
+struct DecodeBulk {
+  using Lay = DecodeLayout<E, kD>;
+  static constexpr int kStages = 4;
+  static constexpr int kRowBytes = kD * int(sizeof(E));
+  static constexpr int kHalf = Lay::kStepKeys * kRowBytes;  // a step's K (or V): 8 KiB
+  static constexpr int kStageBytes = 2 * kHalf;
+  static constexpr int kBarriers = kStages * kStageBytes;  // offset of the 2 kStages barriers
+  static constexpr int kBytes = kBarriers + 2 * kStages * int(sizeof(std::uint64_t));
+};
+
+// The step's chunks as decode_loads gives them, read from the stage that holds keys base ..
+// base + kStepKeys (checked: keys at or past key_end read as 0, their rows never copied).
+template <class E, int kD, bool kChecked>
+__device__ inline DecodeLoads<E, kD> decode_loads_shared(const unsigned char* stage, index_t base,
+                                                         index_t key_end, int warp, int j, int c) {
+  using Lay = DecodeLayout<E, kD>;
+  using B = DecodeBulk<E, kD>;
+  DecodeLoads<E, kD> x;
+#pragma unroll
+  for (int u = 0; u < Lay::U; ++u) {
+    const index_t key = decode_key<E, kD>(base, warp, u, j);
+    const unsigned char* row = stage + int(key - base) * B::kRowBytes + c * 16;
+    const bool real = !kChecked || key < key_end;
+    x.k[u] = real ? *reinterpret_cast<const uint4*>(row) : make_uint4(0, 0, 0, 0);
+    x.v[u] = real ? *reinterpret_cast<const uint4*>(row + B::kHalf) : make_uint4(0, 0, 0, 0);
+  }
+  return x;
+}
+
+// One thread sends the rows of keys base .. base + count (count <= kStepKeys) of K and of V into
+// the stage, completing on its full barrier.
+template <class E, int kD>
+__device__ inline void decode_fill(unsigned char* stage, std::uint64_t* full, const E* K,
+                                   const E* V, index_t base, index_t count) {
+  using B = DecodeBulk<E, kD>;
+  const unsigned bytes = unsigned(count) * unsigned(B::kRowBytes);
+  hopper_ptx::mbarrier_arrive_expect_tx(full, 2 * bytes);
+  hopper_ptx::bulk_load(stage, K + base * kD, bytes, full);
+  hopper_ptx::bulk_load(stage + B::kHalf, V + base * kD, bytes, full);
 }
 
 template <class E, int kD, int R, bool kChecked>
@@ -249,7 +303,13 @@ __device__ void write_part(const DecodeArgs<E>& a, const DecodeShared<R, kD, 4>&
 
 // The unit's S <= kMaxSplits parts merged, in split order, one (row, column) per thread. The
 // rows' L_s are read into shared memory once, all at a time (each thread would read each of them
-// up to 3 times otherwise, one after another); the O_s through L2.
+// up to 3 times otherwise, one after another); the O_s through L2, kMergeInFlight at a time. The
+// merge runs in the unit's last block, after every other block of the unit is done, so its time
+// is the kernel's tail: read one part after another (the SASS before this constant held two
+// reads in flight), S = 55 parts cost about 28 L2 latencies, some 10 us of a 70 us launch at
+// h = 8, m = 65536 (an estimate from the instruction count, not a measurement).
+inline constexpr int kMergeInFlight = 16;
+
 template <class E, int kD, int R>
 __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
   const index_t n = a.n, num_splits = a.splits;
@@ -267,18 +327,78 @@ __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
     const index_t q = rows.begin + r;
     const Uncached O_s{a.O_part + (head * num_splits * n + q) * kD + x};
     float o;  // column x of O
-    const float L = merge_splits(O_s, n * kD, L_rows[r], 1, num_splits, index_t(1), &o);
+    const float L =
+        merge_splits<kMergeInFlight>(O_s, n * kD, L_rows[r], 1, num_splits, index_t(1), &o);
     a.O[(head * n + q) * kD + x] = to_element<E>(o);
     if (x == 0) a.L[head * n + q] = L;
   }
 }
 
-// kAhead: the unchecked steps software-pipelined, step k + 1's loads issued before step k's
-// update, so that a lane has a step's loads in flight while it computes (twice the bytes in flight
-// of a block; the same arithmetic in the same order: the same bits). The kernel decode() runs
-// (faster than the plain kernel in all 8 cases timed on the H200, docs/at-scale.md); the plain one
-// is kept to be timed beside it.
-template <class E, int kD, int R, bool kAhead = false>
+// The bulk feed's steps over the split's keys begin .. some_see: step t holds keys begin +
+// t kStepKeys .. (the last one fewer), in stage t mod kStages. Thread 0 fills the first kStages
+// stages, then at the top of step t refills step t - 1's stage with step t - 1 + kStages once the
+// block's threads have all arrived on its empty barrier (one step late: the warps rarely wait for
+// each other). Barrier phases: stage s serves steps s, s + kStages, ..., use k completing phase k,
+// so the waits take parity (t / kStages) & 1; a waiter never falls two phases behind, since the
+// next phase needs a refill that waits for this one. Step t is checked as the other feeds check
+// it: where base + kStepKeys passes all_see.
+template <class E, int kD, int R>
+__device__ inline void decode_bulk_steps(const DecodeArgs<E>& a, const E* K, const E* V,
+                                         index_t begin, index_t all_see, index_t some_see,
+                                         const index_t (&row_end)[R],
+                                         const float (&q)[R][DecodeLayout<E, kD>::kPer],
+                                         DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp,
+                                         int j, int c) {
+  using Lay = DecodeLayout<E, kD>;
+  using B = DecodeBulk<E, kD>;
+  constexpr int S = B::kStages;
+  extern __shared__ __align__(128) unsigned char bulk_smem[];
+  auto* full = reinterpret_cast<std::uint64_t*>(bulk_smem + B::kBarriers);
+  std::uint64_t* empty = full + S;
+  const index_t steps =
+      some_see > begin ? (some_see - begin + Lay::kStepKeys - 1) / Lay::kStepKeys : 0;
+  const auto fill = [&](index_t t) {
+    const index_t base = begin + t * Lay::kStepKeys;
+    decode_fill<E, kD>(bulk_smem + int(t % S) * B::kStageBytes, full + t % S, K, V, base,
+                       fmin2(index_t(Lay::kStepKeys), some_see - base));
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s)
+      hopper_ptx::mbarrier_init(full + s, 1), hopper_ptx::mbarrier_init(empty + s, Lay::kThreads);
+    hopper_ptx::fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (index_t t = 0; t < steps && t < S; ++t) fill(t);
+  for (index_t t = 0; t < steps; ++t) {
+    if (threadIdx.x == 0 && t >= 1 && t - 1 + S < steps) {
+      hopper_ptx::mbarrier_wait(empty + (t - 1) % S, unsigned((t - 1) / S) & 1u);
+      fill(t - 1 + S);
+    }
+    const int slot = int(t % S);
+    hopper_ptx::mbarrier_wait(full + slot, unsigned(t / S) & 1u);
+    const unsigned char* stage = bulk_smem + slot * B::kStageBytes;
+    const index_t base = begin + t * Lay::kStepKeys;
+    if (base + Lay::kStepKeys <= all_see)
+      decode_update<E, kD, R, false>(
+          a, decode_loads_shared<E, kD, false>(stage, base, some_see, warp, j, c), base, row_end, q,
+          st, warp, j);
+    else
+      decode_update<E, kD, R, true>(
+          a, decode_loads_shared<E, kD, true>(stage, base, some_see, warp, j, c), base, row_end, q,
+          st, warp, j);
+    // Every thread arrives, its own reads of the stage ordered before its arrival (not one lane
+    // a warp after __syncwarp, which the compiler may drop in converged code: racecheck then pairs
+    // the other lanes' reads with the refill, as it did here and in hopper_backward.cuh).
+    hopper_ptx::mbarrier_arrive(empty + slot);
+  }
+}
+
+// kFeed (KvFeed, decode_api.hpp, and the top of this file): ahead pipelines the unchecked steps in
+// software, step k + 1's loads issued before step k's update; bulk streams every step through
+// shared memory (decode_bulk_steps). The same arithmetic in the same order either way: the same
+// bits. decode() runs kDefaultKvFeed; the others are kept to be timed beside it.
+template <class E, int kD, int R, KvFeed kFeed = KvFeed::plain>
 __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
     decode_kernel(const DecodeArgs<E> a) {
   using Lay = DecodeLayout<E, kD>;
@@ -316,7 +436,11 @@ __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
   const E* K = a.K + head * a.n_keys * kD;
   const E* V = a.V + head * a.n_keys * kD;
   index_t base = keys.begin;
-  if (kAhead && base + Lay::kStepKeys <= all_see) {
+  if constexpr (kFeed == KvFeed::bulk) {
+    decode_bulk_steps<E, kD, R>(a, K, V, base, all_see, some_see, row_end, q, st, warp, j, c);
+    base = some_see;  // every step done
+  }
+  if (kFeed == KvFeed::ahead && base + Lay::kStepKeys <= all_see) {
     DecodeLoads<E, kD> now = decode_loads<E, kD, false>(K, V, base, some_see, warp, j, c);
     for (; base + 2 * Lay::kStepKeys <= all_see; base += Lay::kStepKeys) {
       const DecodeLoads<E, kD> next =

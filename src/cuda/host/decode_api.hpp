@@ -31,8 +31,18 @@ struct DecodeWorkers {
   int sms = 0, blocks_per_sm = 0;
   index_t workers() const { return index_t(sms) * blocks_per_sm; }
 };
-// ahead: of the variant with its loads a step ahead (decode below; the default).
-DecodeWorkers decode_workers(Precision p, index_t d, index_t n, bool ahead = true);
+// How the kernel's lanes get the keys and values of a step (decode.cuh):
+//   plain  each lane loads its 16-byte chunks from global memory, then computes (nothing in
+//          flight while it does)
+//   ahead  the same loads issued a step ahead: step k + 1's in flight while step k is computed
+//   bulk   the copy engine brings whole steps of K and V into shared memory (cp.async.bulk, one
+//          thread issuing, kStages steps in flight); the lanes read their chunks from there
+// All three compute the same arithmetic in the same order: the same bits.
+enum class KvFeed { plain, ahead, bulk };
+inline constexpr KvFeed kDefaultKvFeed = KvFeed::ahead;
+
+// feed: of the kernel that feeds K and V so (decode below).
+DecodeWorkers decode_workers(Precision p, index_t d, index_t n, KvFeed feed = kDefaultKvFeed);
 
 // Where Q, K, V come from: host arrays of the shape's sizes holding values of the precision
 // (rounded to it), or, all null, drawn on the device (a counter-based normal draw of the seed,
@@ -52,12 +62,11 @@ struct DecodeRun {
 // One run of S splits (1 <= S <= min(Tc of decode_tiles, kMaxSplits): the merging block holds the
 // parts' L_s in shared memory) for the outputs, then `reps` timed runs after
 // `warmup` untimed ones on the same device arrays; `heads`: the heads whose inputs come back.
-// ahead: the kernel's variant that issues each step's loads before the step before is computed
-// (software pipelining: twice the bytes in flight; the same bits): the default, faster than the
-// plain kernel (ahead = false) at decode_compare's 8 cases (docs/at-scale.md).
+// feed: how K and V reach the lanes (KvFeed above); the default (ahead) measured faster than
+// plain at decode_compare's 8 cases (docs/at-scale.md).
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
                  const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
-                 bool ahead = true);
+                 KvFeed feed = kDefaultKvFeed);
 
 // A device-to-device cudaMemcpy of `bytes`: the median milliseconds of `reps` after one warm-up,
 // and (bytes read + bytes written) / time in TB/s.

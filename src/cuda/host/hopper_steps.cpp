@@ -57,8 +57,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_dq_halves, Pass::bwd, 64, true, {}, {true, 1, -1, 64, 0, 1}},
     {HopperStep::bwd_br64, Pass::bwd, 64, true, {}, {true, -1, -1, 64}},
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, {}, {true, 0, -1, -1}},
-    {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},    // P, Dq, 3
-    {HopperStep::bwd_dq_writer, Pass::bwd, 128, true, {}, {true, -1, 67, -1}},  // P, Dq, writer
+    {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},  // P, Dq, 3
     {HopperStep::bwd_rotate, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 0, 1}},
     {HopperStep::bwd_persistent, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 1}},
 };

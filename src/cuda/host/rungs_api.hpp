@@ -107,7 +107,6 @@ enum class HopperStep {
   bwd_br64,
   bwd_dq_by_keys,
   bwd_stages3,
-  bwd_dq_writer,
   bwd_rotate,
   bwd_persistent
 };

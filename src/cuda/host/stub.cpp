@@ -88,12 +88,12 @@ double gemm_tflops_bf16(index_t, int) {
   no_cuda();
 }
 
-DecodeWorkers decode_workers(Precision, index_t, index_t, bool) {
+DecodeWorkers decode_workers(Precision, index_t, index_t, KvFeed) {
   no_cuda();
 }
 
 DecodeRun decode(const DecodeShape&, const AttnParams&, Precision, index_t, const DecodeInputs&,
-                 const std::vector<index_t>&, int, int, bool) {
+                 const std::vector<index_t>&, int, int, KvFeed) {
   no_cuda();
 }
 

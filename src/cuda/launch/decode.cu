@@ -2,8 +2,9 @@
 // the device (uploaded, or drawn there), the kernel chosen by (element type, d, rows per group),
 // its occupancy for the plan, its timing, and the device-to-device copy it is measured against.
 //   element type E:  float, __nv_bfloat16 or __half (fp32, bf16, fp16)
-//   kernel:          decode_kernel<E, d, R, ahead>, d of DecodeHeadDims, R = 1 (n = 1) or 4 query
-//                    rows, the loads a step ahead (a variant, timed beside) or not
+//   kernel:          decode_kernel<E, d, R, feed>, d of DecodeHeadDims, R = 1 (n = 1) or 4 query
+//                    rows, K and V fed by the lanes' loads (plain, or a step ahead) or by bulk
+//                    copies into shared memory (its dynamic shared memory: DecodeBulk::kBytes)
 //   grid:            units x S blocks of 128 threads, the S splits of a unit side by side
 //   device draw:     x_i = sqrt(-2 ln u1) cos(2 pi u2), (u1, u2) from splitmix64 of (seed, array,
 //                    i), rounded to E: normal values, not torch.randn's (that is the host's)
@@ -68,21 +69,34 @@ struct Element {
   using type = E;
 };
 
-// Calls f(decode_kernel<E, d, R, ahead>) with the compile-time choices of this case (after the
-// refusal): E by the precision, d of DecodeHeadDims (head_dims.hpp), R rows per group, and the
-// loads a step ahead or not.
+// A kernel with the dynamic shared memory it is launched with (allowed past 48 KiB).
+template <class E>
+struct DecodeKernel {
+  void (*fn)(const DecodeArgs<E>);
+  int smem_bytes;
+};
+
+template <class E, int kD, int R>
+DecodeKernel<E> kernel_for(KvFeed feed) {
+  DecodeKernel<E> k{decode_kernel<E, kD, R, KvFeed::plain>, 0};
+  if (feed == KvFeed::ahead) k.fn = decode_kernel<E, kD, R, KvFeed::ahead>;
+  if (feed == KvFeed::bulk) k = {decode_kernel<E, kD, R, KvFeed::bulk>, DecodeBulk<E, kD>::kBytes};
+  check(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes),
+        "cudaFuncSetAttribute");
+  return k;
+}
+
+// Calls f(DecodeKernel<E>) with the compile-time choices of this case (after the refusal): E by
+// the precision, d of DecodeHeadDims (head_dims.hpp), R rows per group, and the feed.
 template <class F>
-void with_kernel(Precision p, index_t d, index_t n, bool ahead, F&& f) {
+void with_kernel(Precision p, index_t d, index_t n, KvFeed feed, F&& f) {
   const Refusal no = decode_refuses(d, p);
   if (no) throw CudaError(no.english);
   auto by_d = [&](auto element) {
     using E = typename decltype(element)::type;
     with_head_dim(DecodeHeadDims{}, d, [&](auto dim) {
       constexpr int kD = decltype(dim)::value;
-      if (n == 1)
-        ahead ? f(decode_kernel<E, kD, 1, true>) : f(decode_kernel<E, kD, 1>);
-      else
-        ahead ? f(decode_kernel<E, kD, 4, true>) : f(decode_kernel<E, kD, 4>);
+      f(n == 1 ? kernel_for<E, kD, 1>(feed) : kernel_for<E, kD, 4>(feed));
     });
   };
   if (p == Precision::bf16) return by_d(Element<__nv_bfloat16>{});
@@ -91,8 +105,7 @@ void with_kernel(Precision p, index_t d, index_t n, bool ahead, F&& f) {
 }
 
 template <class E>
-void launch(const DecodeDevice<E>& p, const AttnParams& params,
-            void (*kernel)(const DecodeArgs<E>)) {
+void launch(const DecodeDevice<E>& p, const AttnParams& params, DecodeKernel<E> kernel) {
   if (p.units() == 0) return;
   if (p.units() * p.splits > index_t(0x7fffffff))
     throw CudaError("more than 2^31 - 1 blocks (heads x row groups x splits)");
@@ -111,13 +124,14 @@ void launch(const DecodeDevice<E>& p, const AttnParams& params,
                         p.tiling,
                         params.mask_for(p.s.n, p.s.m),
                         scale * 1.4426950408889634f};
-  kernel<<<unsigned(p.units() * p.splits), DecodeLayout<E, 64>::kThreads>>>(a);
+  kernel.fn<<<unsigned(p.units() * p.splits), DecodeLayout<E, 64>::kThreads, kernel.smem_bytes>>>(
+      a);
 }
 
 template <class E>
 DecodeRun run_with(const DecodeShape& s, const AttnParams& params, index_t num_splits,
                    const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
-                   void (*kernel)(const DecodeArgs<E>)) {
+                   DecodeKernel<E> kernel) {
   DecodeDevice<E> p(s, num_splits);
   if (in.Q) {
     p.Q.upload(converted<E>(in.Q, p.Q.count).data());
@@ -149,15 +163,16 @@ DecodeRun run_with(const DecodeShape& s, const AttnParams& params, index_t num_s
 
 }  // namespace
 
-DecodeWorkers decode_workers(Precision p, index_t d, index_t n, bool ahead) {
+DecodeWorkers decode_workers(Precision p, index_t d, index_t n, KvFeed feed) {
   require_gpu();
   DecodeWorkers w;
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   w.gpu = prop.name;
   w.sms = prop.multiProcessorCount;
-  with_kernel(p, d, n, ahead, [&](auto kernel) {
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.blocks_per_sm, kernel, 128, 0),
+  with_kernel(p, d, n, feed, [&](auto kernel) {
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.blocks_per_sm, kernel.fn, 128,
+                                                        std::size_t(kernel.smem_bytes)),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   });
   return w;
@@ -165,13 +180,13 @@ DecodeWorkers decode_workers(Precision p, index_t d, index_t n, bool ahead) {
 
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
                  const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
-                 bool ahead) {
+                 KvFeed feed) {
   require_gpu();
   const Tiling t = decode_tiling(s, decode_tiles(s.n));
   if (splits < 1 || splits > std::max<index_t>(1, t.Tc()) || splits > kMaxSplits)
     throw CudaError("splits must lie in 1 .. min(the number of key tiles, 128)");
   DecodeRun run;
-  with_kernel(prec, s.d, s.n, ahead,
+  with_kernel(prec, s.d, s.n, feed,
               [&](auto kernel) { run = run_with(s, p, splits, in, heads, warmup, reps, kernel); });
   return run;
 }

@@ -140,12 +140,14 @@ constexpr int hopper_bwd_overlap(int d, int Br) {
   return d == 128 || Br == 128 ? kBwdOverlapP | kBwdOverlapDq : kBwdOverlapP;
 }
 // Whether the rung's own kernel (every step at its default) has dQ's reduces issued by the writer
-// warp: at d = 64 (Br = 128), 1.03x the same kernel without it (the step bwd_p_dq since); at
-// d = 128 it measured 0.98x, and stays a step there (ladder --pass bwd --steps,
-// docs/gpu-ladder.md). Not beside the persistent grid or the steps that change the staging, the
-// cut or Br (hopper.cu launches it only with every step default).
+// warp: at both d, each at its Br (ladder --pass bwd --steps reads its effect as rung_choice
+// against bwd_p_dq, the kernel without it). At d = 64 (Br = 128) 1.03x on the H200; at d = 128
+// (Br = 64) on an H100, alternating with the kernel without it, 0.98x at n = 1024 and 1.00x to
+// 1.03x at n = 4096 and 16384, causal or not (docs/gpu-ladder.md). Not beside the persistent grid
+// or the steps that change the staging, the cut or Br (hopper.cu launches it only with every step
+// default).
 constexpr bool hopper_bwd_writes_dq(int d, int Br) {
-  return d == 64 && Br == 128;
+  return (d == 64 && Br == 128) || (d == 128 && Br == 64);
 }
 // The rung's own kernel's bits at (d, Br): its overlaps, and the writer warp where it has it.
 constexpr int hopper_bwd_choice(int d, int Br) {

@@ -178,17 +178,27 @@ FD_HOST_DEVICE T split_weight(T L_s, T L) {
 // o[0..d) = sum_s exp(L_s - L) O_s over the parts s = 0 .. count - 1, in that order (one fused
 // multiply-add per term), O_s = O + s * ldo (d values), L_s = L[s * ldl]; returns L. The result
 // depends on the order of the parts only, never on who computed them. O and L: const T* or read
-// like one (merge_lse).
-template <class T, class InO, class InL>
+// like one (merge_lse). kInFlight parts are read before any of them is added (the same sums in the
+// same order): the GPU's merge reads its parts from L2, and one read at a time would cost the
+// kernel's last block an L2 latency per part (decode.cuh).
+template <int kInFlight = 1, class T, class InO, class InL>
 FD_HOST_DEVICE T merge_splits(InO O, index_t ldo, InL L, index_t ldl, index_t count, index_t d,
                               T* o) {
   const T L_all = merge_lse(L, count, ldl).finalize();
   for (index_t x = 0; x < d; ++x) o[x] = T(0);
-  for (index_t s = 0; s < count; ++s) {
-    const T w = split_weight(L[s * ldl], L_all);
-    if (w == T(0)) continue;  // no key seen (or too small to count): O_s is never read
-    const auto o_s = O + s * ldo;
-    for (index_t x = 0; x < d; ++x) o[x] = fmadd(w, o_s[x], o[x]);
+  for (index_t s0 = 0; s0 < count; s0 += kInFlight) {
+    T w[kInFlight];
+    FD_UNROLL
+    for (int k = 0; k < kInFlight; ++k)
+      w[k] = s0 + k < count ? split_weight(T(L[(s0 + k) * ldl]), L_all) : T(0);
+    for (index_t x = 0; x < d; ++x) {
+      T v[kInFlight];  // a part with weight 0 (no key seen, or too small to count) is never read
+      FD_UNROLL
+      for (int k = 0; k < kInFlight; ++k) v[k] = w[k] == T(0) ? T(0) : T((O + (s0 + k) * ldo)[x]);
+      FD_UNROLL
+      for (int k = 0; k < kInFlight; ++k)
+        if (w[k] != T(0)) o[x] = fmadd(w[k], v[k], o[x]);
+    }
   }
   return L_all;
 }
