@@ -2,8 +2,8 @@
 // kernels.
 //
 //   FD_HOST_DEVICE      = __host__ __device__ inline under nvcc, inline elsewhere
-//   FD_UNROLL           = #pragma unroll under nvcc (a loop of constant count, unrolled so that
-//                         its loads can be in flight together), nothing elsewhere
+//   FD_UNROLL           = #pragma unroll in nvcc's device pass (a loop of constant count,
+//                         unrolled so that its loads can be in flight together), nothing elsewhere
 //   ceil_div(a, b)      = ceil(a / b) for a >= 0, b > 0      (number of tiles covering a)
 //   fexp, flog          = exp / log chosen by precision, callable on host and device (and for
 //                         long double, the fp64 reference's type, on the host); on the host the
@@ -20,9 +20,12 @@
 
 #if defined(__CUDACC__)
 #define FD_HOST_DEVICE __host__ __device__ inline
-#define FD_UNROLL _Pragma("unroll")
 #else
 #define FD_HOST_DEVICE inline
+#endif
+#if defined(__CUDA_ARCH__)  // nvcc's device pass (its host pass hands the code to g++)
+#define FD_UNROLL _Pragma("unroll")
+#else
 #define FD_UNROLL
 #endif
 
