@@ -136,6 +136,41 @@ TEST_CASE_TEMPLATE("merge_splits: two normalized parts make the whole, with -inf
   CHECK(o[1] == T(0));
 }
 
+// The GPU's merge reads 16 parts before it adds any (decode.cuh, kMergeInFlight): the same sums in
+// the same order as one part at a time, so the same bits, over counts that are not whole batches,
+// parts that saw no key (NaN in their O, never read) and parts too small to weigh anything.
+TEST_CASE_TEMPLATE("merge_splits: parts read in batches give the bits of one at a time", T, float,
+                   double) {
+  TorchGenerator gen(41);
+  const index_t d = 5;
+  for (index_t count : {1, 15, 16, 17, 37, 128}) {
+    std::vector<double> x = gen.randn(count * (d + 1));
+    std::vector<T> O(static_cast<std::size_t>(count * d)), L(static_cast<std::size_t>(count));
+    for (index_t s = 0; s < count; ++s) {
+      for (index_t c = 0; c < d; ++c) O[std::size_t(s * d + c)] = T(x[std::size_t(s * d + c)]);
+      L[std::size_t(s)] = T(4 * x[std::size_t(count * d + s)]);
+      if (s % 7 == 3) {  // no key seen
+        L[std::size_t(s)] = neg_inf<T>();
+        for (index_t c = 0; c < d; ++c)
+          O[std::size_t(s * d + c)] = std::numeric_limits<T>::quiet_NaN();
+      } else if (s % 11 == 5) {
+        L[std::size_t(s)] = T(-200);  // a weight that underflows to 0 in float
+      }
+    }
+    const auto columns = static_cast<std::size_t>(d);
+    std::vector<T> one(columns), four(columns), sixteen(columns);
+    const T L1 = merge_splits(O.data(), d, L.data(), 1, count, d, one.data());
+    const T L4 = merge_splits<4>(O.data(), d, L.data(), 1, count, d, four.data());
+    const T L16 = merge_splits<16>(O.data(), d, L.data(), 1, count, d, sixteen.data());
+    INFO("count " << count);
+    CHECK(std::memcmp(&L1, &L4, sizeof(T)) == 0);
+    CHECK(std::memcmp(&L1, &L16, sizeof(T)) == 0);
+    CHECK(same_bits(one, four));
+    CHECK(same_bits(one, sixteen));
+    for (T v : one) CHECK(std::isfinite(double(v)));
+  }
+}
+
 TEST_CASE_TEMPLATE("every S from 1 to Tc: the rule against the reference, close to S = 1", T, float,
                    double) {
   // 2 heads x 3 rows, m = 100 keys in tiles of 16 (Tc = 7, the last tile 4 keys), d = 8.

@@ -587,7 +587,8 @@ TEST_CASE("decode: every feed of K and V gives the plain kernel's bits") {
           for (cuda::KvFeed feed : {cuda::KvFeed::ahead, cuda::KvFeed::bulk}) {
             INFO(precision_name(prec)
                  << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d=" << c.d
-                 << " causal=" << causal << " splits=" << num_splits << " feed=" << int(feed));
+                 << " causal=" << causal << " splits=" << num_splits
+                 << " feed=" << std::string(cuda::kv_feed_name(feed)));
             const cuda::DecodeRun other =
                 cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, feed);
             CHECK(plain.O == other.O);
@@ -621,8 +622,8 @@ TEST_CASE("decode speed, printed" * doctest::skip()) {
                            cuda::DecodeInputs{nullptr, nullptr, nullptr, 3}, {}, 3, 50, feed);
           std::sort(r.ms.begin(), r.ms.end());
           const double ms = r.ms[r.ms.size() / 2], tbps = bytes / (ms * 1e-3) / 1e12;
-          const std::string names[] = {"plain", "ahead", "bulk"};
-          MESSAGE("decode m=" << m << " h=" << h << " d=" << d << " feed=" << names[int(feed)]
+          MESSAGE("decode m=" << m << " h=" << h << " d=" << d
+                              << " feed=" << std::string(cuda::kv_feed_name(feed))
                               << " S=" << splits << " blocks/SM=" << w.blocks_per_sm << ": " << ms
                               << " ms, " << tbps << " TB/s, " << 100 * tbps / copy.tbps
                               << " % of the copy's " << copy.tbps << " TB/s");
@@ -964,8 +965,7 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
               W{true, -1, 1, -1}, W{true, -1, 2, -1}, W{true, -1, 3, -1}, W{true, -1, -1, -1, 0, 1},
               W{true, -1, 1, 64}, W{true, -1, 4, 64}, W{true, -1, 5, 64}, W{true, -1, -1, 64, 1},
               W{true, -1, -1, 64, 2}, W{true, 1, -1, 64, 0, 0}, W{true, 1, -1, 64, 0, 1},
-              W{true, 1, 3, 64, 0, 1}, W{true, -1, 35, -1}, W{true, -1, 67, -1},
-              W{true, -1, -1, -1, 0, -1, 1}}) {
+              W{true, 1, 3, 64, 0, 1}, W{true, -1, 35, -1}, W{true, -1, -1, -1, 0, -1, 1}}) {
           if (way.dq_by_columns >= 0 && way.staging < 0 && d != 128) continue;
           if (way.dq_by_columns >= 0 && way.staging >= 0 && d != 64) continue;
           if (way.overlap >= 4 && way.overlap < 32 && d != 64) continue;    // (pipeline: d = 64)

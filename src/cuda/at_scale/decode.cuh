@@ -334,6 +334,35 @@ __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
   }
 }
 
+// The lanes' feeds over the split's keys begin .. some_see: the steps wholly below all_see
+// unchecked (kAhead: software-pipelined, step k + 1's loads issued before step k's update), the
+// rest checked.
+template <class E, int kD, int R, bool kAhead>
+__device__ inline void decode_lane_steps(const DecodeArgs<E>& a, const E* K, const E* V,
+                                         index_t begin, index_t all_see, index_t some_see,
+                                         const index_t (&row_end)[R],
+                                         const float (&q)[R][DecodeLayout<E, kD>::kPer],
+                                         DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp,
+                                         int j, int c) {
+  using Lay = DecodeLayout<E, kD>;
+  index_t base = begin;
+  if (kAhead && base + Lay::kStepKeys <= all_see) {
+    DecodeLoads<E, kD> now = decode_loads<E, kD, false>(K, V, base, some_see, warp, j, c);
+    for (; base + 2 * Lay::kStepKeys <= all_see; base += Lay::kStepKeys) {
+      const DecodeLoads<E, kD> next =
+          decode_loads<E, kD, false>(K, V, base + Lay::kStepKeys, some_see, warp, j, c);
+      decode_update<E, kD, R, false>(a, now, base, row_end, q, st, warp, j);
+      now = next;
+    }
+    decode_update<E, kD, R, false>(a, now, base, row_end, q, st, warp, j);
+    base += Lay::kStepKeys;
+  }
+  for (; base + Lay::kStepKeys <= all_see; base += Lay::kStepKeys)
+    decode_step<E, kD, R, false>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
+  for (; base < some_see; base += Lay::kStepKeys)
+    decode_step<E, kD, R, true>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
+}
+
 // The bulk feed's steps over the split's keys begin .. some_see: step t holds keys begin +
 // t kStepKeys .. (the last one fewer), in stage t mod kStages. Thread 0 fills the first kStages
 // stages, then at the top of step t refills step t - 1's stage with step t - 1 + kStages once the
@@ -349,34 +378,35 @@ __device__ inline void decode_bulk_steps(const DecodeArgs<E>& a, const E* K, con
                                          const float (&q)[R][DecodeLayout<E, kD>::kPer],
                                          DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp,
                                          int j, int c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // cp.async.bulk, mbarrier tx counts: sm_90
   using Lay = DecodeLayout<E, kD>;
   using B = DecodeBulk<E, kD>;
-  constexpr int S = B::kStages;
+  constexpr int kStages = B::kStages;
   extern __shared__ __align__(128) unsigned char bulk_smem[];
   auto* full = reinterpret_cast<std::uint64_t*>(bulk_smem + B::kBarriers);
-  std::uint64_t* empty = full + S;
+  std::uint64_t* empty = full + kStages;
   const index_t steps =
       some_see > begin ? (some_see - begin + Lay::kStepKeys - 1) / Lay::kStepKeys : 0;
   const auto fill = [&](index_t t) {
     const index_t base = begin + t * Lay::kStepKeys;
-    decode_fill<E, kD>(bulk_smem + int(t % S) * B::kStageBytes, full + t % S, K, V, base,
-                       fmin2(index_t(Lay::kStepKeys), some_see - base));
+    decode_fill<E, kD>(bulk_smem + int(t % kStages) * B::kStageBytes, full + t % kStages, K, V,
+                       base, fmin2(index_t(Lay::kStepKeys), some_see - base));
   };
   if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s)
+    for (int s = 0; s < kStages; ++s)
       hopper_ptx::mbarrier_init(full + s, 1), hopper_ptx::mbarrier_init(empty + s, Lay::kThreads);
     hopper_ptx::fence_barrier_init();
   }
   __syncthreads();
   if (threadIdx.x == 0)
-    for (index_t t = 0; t < steps && t < S; ++t) fill(t);
+    for (index_t t = 0; t < steps && t < kStages; ++t) fill(t);
   for (index_t t = 0; t < steps; ++t) {
-    if (threadIdx.x == 0 && t >= 1 && t - 1 + S < steps) {
-      hopper_ptx::mbarrier_wait(empty + (t - 1) % S, unsigned((t - 1) / S) & 1u);
-      fill(t - 1 + S);
+    if (threadIdx.x == 0 && t >= 1 && t - 1 + kStages < steps) {
+      hopper_ptx::mbarrier_wait(empty + (t - 1) % kStages, unsigned((t - 1) / kStages) & 1u);
+      fill(t - 1 + kStages);
     }
-    const int slot = int(t % S);
-    hopper_ptx::mbarrier_wait(full + slot, unsigned(t / S) & 1u);
+    const int slot = int(t % kStages);
+    hopper_ptx::mbarrier_wait(full + slot, unsigned(t / kStages) & 1u);
     const unsigned char* stage = bulk_smem + slot * B::kStageBytes;
     const index_t base = begin + t * Lay::kStepKeys;
     if (base + Lay::kStepKeys <= all_see)
@@ -392,6 +422,9 @@ __device__ inline void decode_bulk_steps(const DecodeArgs<E>& a, const E* K, con
     // the other lanes' reads with the refill, as it did here and in hopper_backward.cuh).
     hopper_ptx::mbarrier_arrive(empty + slot);
   }
+#else
+  __trap();  // decode() refuses the bulk feed below sm_90 (decode.cu)
+#endif
 }
 
 // kFeed (KvFeed, decode_api.hpp, and the top of this file): ahead pipelines the unchecked steps in
@@ -435,26 +468,11 @@ __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
   const index_t some_see = fmin2(keys.end, a.mask.visible_keys(rows.end - 1));
   const E* K = a.K + head * a.n_keys * kD;
   const E* V = a.V + head * a.n_keys * kD;
-  index_t base = keys.begin;
-  if constexpr (kFeed == KvFeed::bulk) {
-    decode_bulk_steps<E, kD, R>(a, K, V, base, all_see, some_see, row_end, q, st, warp, j, c);
-    base = some_see;  // every step done
-  }
-  if (kFeed == KvFeed::ahead && base + Lay::kStepKeys <= all_see) {
-    DecodeLoads<E, kD> now = decode_loads<E, kD, false>(K, V, base, some_see, warp, j, c);
-    for (; base + 2 * Lay::kStepKeys <= all_see; base += Lay::kStepKeys) {
-      const DecodeLoads<E, kD> next =
-          decode_loads<E, kD, false>(K, V, base + Lay::kStepKeys, some_see, warp, j, c);
-      decode_update<E, kD, R, false>(a, now, base, row_end, q, st, warp, j);
-      now = next;
-    }
-    decode_update<E, kD, R, false>(a, now, base, row_end, q, st, warp, j);
-    base += Lay::kStepKeys;
-  }
-  for (; base + Lay::kStepKeys <= all_see; base += Lay::kStepKeys)
-    decode_step<E, kD, R, false>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
-  for (; base < some_see; base += Lay::kStepKeys)
-    decode_step<E, kD, R, true>(a, K, V, base, some_see, row_end, q, st, warp, j, c);
+  if constexpr (kFeed == KvFeed::bulk)
+    decode_bulk_steps<E, kD, R>(a, K, V, keys.begin, all_see, some_see, row_end, q, st, warp, j, c);
+  else
+    decode_lane_steps<E, kD, R, kFeed == KvFeed::ahead>(a, K, V, keys.begin, all_see, some_see,
+                                                        row_end, q, st, warp, j, c);
 
 #pragma unroll
   for (int off = Lay::G; off < 32; off *= 2) merge_lanes(st, off);

@@ -40,6 +40,9 @@ struct DecodeWorkers {
 // All three compute the same arithmetic in the same order: the same bits.
 enum class KvFeed { plain, ahead, bulk };
 inline constexpr KvFeed kDefaultKvFeed = KvFeed::ahead;
+inline const char* kv_feed_name(KvFeed feed) {
+  return feed == KvFeed::plain ? "plain" : feed == KvFeed::ahead ? "ahead" : "bulk";
+}
 
 // feed: of the kernel that feeds K and V so (decode below).
 DecodeWorkers decode_workers(Precision p, index_t d, index_t n, KvFeed feed = kDefaultKvFeed);

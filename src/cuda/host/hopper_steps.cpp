@@ -9,10 +9,12 @@
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
 //              registers, dQ cut by column halves; at d = 128 dQ cut by keys, three stages;
-//              at both, dQ staged without bank conflicts (spread); at d = 128 dQ's reduces
-//              issued by a writer warp (the rung's choice at d = 64); at both, the query
-//              tiles walked from a place of each key tile's own (rotated)   hopper_backward.cuh
+//              at both, dQ staged without bank conflicts (spread), the query tiles walked
+//              from a place of each key tile's own (rotated)                hopper_backward.cuh
 // The rung's own choice at d (its per-d defaults) comes first: the base each step is read against.
+// Its backward issues dQ's reduces from a writer warp at both d: the overlap steps (bwd_none ..
+// bwd_p_dq), spread, three stages, the cut by keys, Br = 64 and the persistent grid run without
+// it, so their ratio to the choice holds the writer's share too; the rotated walk keeps it.
 #include "cuda/host/rungs_api.hpp"
 
 namespace fd::cuda {

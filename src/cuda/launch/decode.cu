@@ -69,24 +69,29 @@ struct Element {
   using type = E;
 };
 
-// A kernel with the dynamic shared memory it is launched with (allowed past 48 KiB).
+// The kernel of a feed with the dynamic shared memory it is launched with (allowed past 48 KiB).
 template <class E>
-struct DecodeKernel {
+struct FedKernel {
   void (*fn)(const DecodeArgs<E>);
   int smem_bytes;
 };
 
 template <class E, int kD, int R>
-DecodeKernel<E> kernel_for(KvFeed feed) {
-  DecodeKernel<E> k{decode_kernel<E, kD, R, KvFeed::plain>, 0};
+FedKernel<E> kernel_for(KvFeed feed) {
+  FedKernel<E> k{decode_kernel<E, kD, R, KvFeed::plain>, 0};
   if (feed == KvFeed::ahead) k.fn = decode_kernel<E, kD, R, KvFeed::ahead>;
-  if (feed == KvFeed::bulk) k = {decode_kernel<E, kD, R, KvFeed::bulk>, DecodeBulk<E, kD>::kBytes};
-  check(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes),
-        "cudaFuncSetAttribute");
+  if (feed == KvFeed::bulk) {
+    int major = 0;
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
+          "cudaDeviceGetAttribute");
+    if (major < 9) throw CudaError("the decode's bulk feed (cp.async.bulk) needs an sm_90 GPU");
+    k = {decode_kernel<E, kD, R, KvFeed::bulk>, DecodeBulk<E, kD>::kBytes};
+  }
+  allow_dynamic_smem(k.fn, std::size_t(k.smem_bytes), "the decode kernel needs");
   return k;
 }
 
-// Calls f(DecodeKernel<E>) with the compile-time choices of this case (after the refusal): E by
+// Calls f(FedKernel<E>) with the compile-time choices of this case (after the refusal): E by
 // the precision, d of DecodeHeadDims (head_dims.hpp), R rows per group, and the feed.
 template <class F>
 void with_kernel(Precision p, index_t d, index_t n, KvFeed feed, F&& f) {
@@ -105,7 +110,7 @@ void with_kernel(Precision p, index_t d, index_t n, KvFeed feed, F&& f) {
 }
 
 template <class E>
-void launch(const DecodeDevice<E>& p, const AttnParams& params, DecodeKernel<E> kernel) {
+void launch(const DecodeDevice<E>& p, const AttnParams& params, FedKernel<E> kernel) {
   if (p.units() == 0) return;
   if (p.units() * p.splits > index_t(0x7fffffff))
     throw CudaError("more than 2^31 - 1 blocks (heads x row groups x splits)");
@@ -131,7 +136,7 @@ void launch(const DecodeDevice<E>& p, const AttnParams& params, DecodeKernel<E> 
 template <class E>
 DecodeRun run_with(const DecodeShape& s, const AttnParams& params, index_t num_splits,
                    const DecodeInputs& in, const std::vector<index_t>& heads, int warmup, int reps,
-                   DecodeKernel<E> kernel) {
+                   FedKernel<E> kernel) {
   DecodeDevice<E> p(s, num_splits);
   if (in.Q) {
     p.Q.upload(converted<E>(in.Q, p.Q.count).data());

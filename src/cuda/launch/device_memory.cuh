@@ -61,6 +61,19 @@ inline std::size_t smem_limit() {
   return std::size_t(optin);
 }
 
+// Raises a kernel's dynamic shared-memory limit to `bytes`, or throws "<who> need(s) N KB of shared
+// memory, more than the GPU's M KB<advice>" where the GPU has less.
+template <class Kernel>
+void allow_dynamic_smem(Kernel kernel, std::size_t bytes, const std::string& who,
+                        const std::string& advice = "") {
+  if (bytes > smem_limit())
+    throw CudaError(who + " " + std::to_string(bytes / 1024) +
+                    " KB of shared memory, more than the GPU's " +
+                    std::to_string(smem_limit() / 1024) + " KB" + advice);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+        "cudaFuncSetAttribute");
+}
+
 // What a timed call finds in L2: nothing of its own. Before each timed call, time_events writes
 // a buffer of the current GPU (256 MiB, five times the H200's 50 MiB L2; less where free memory
 // is short), as triton.testing.do_bench writes its own before each call it times: the PyTorch

@@ -395,10 +395,11 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
                      HopperBwdSmem<kD, kBr, DqCut::keys>::kBytes);
     }
     // A setting asked for that no kernel above was built with (an overlap or cut at another d or
-    // Br, or in fp16) is refused, not run as the default under its name.
+    // Br, or in fp16: there only the choice's own bits, writer warp included) is refused, not run
+    // as the default under its name.
     const bool other_cut =
         steps.dq_by_columns >= 0 && (steps.dq_by_columns == 1) != (kCut == DqCut::columns);
-    if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_overlap(kD, kBr)) || other_cut ||
+    if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_choice(kD, kBr)) || other_cut ||
         steps.bwd_held != 0 || staging != hopper_bwd_dq_staging(kD) || steps.bwd_persistent ||
         steps.bwd_rotate)
       throw CudaError("hopper's backward has no kernel for overlap " +

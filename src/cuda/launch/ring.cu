@@ -231,12 +231,7 @@ RingParts parts_of(const RingBlock& b) {
 
 template <class Kernel>
 void allow_smem(Kernel kernel, std::size_t bytes) {
-  if (bytes > smem_limit())
-    throw CudaError("the ring's tiles need " + std::to_string(bytes / 1024) +
-                    " KB of shared memory, more than the GPU's " +
-                    std::to_string(smem_limit() / 1024) + " KB");
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        "cudaFuncSetAttribute");
+  allow_dynamic_smem(kernel, bytes, "the ring's tiles need");
 }
 
 unsigned blocks_for(index_t count, unsigned threads) {

@@ -136,12 +136,7 @@ struct BackwardArrays {
 // Raises a kernel's dynamic shared-memory limit to what it needs, or says why it cannot run.
 template <class Kernel>
 void allow_smem(Kernel kernel, std::size_t bytes) {
-  if (bytes > smem_limit())
-    throw CudaError("the rung needs " + std::to_string(bytes / 1024) +
-                    " KB of shared memory, more than this GPU's " +
-                    std::to_string(smem_limit() / 1024) + " KB");
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        "cudaFuncSetAttribute");
+  allow_dynamic_smem(kernel, bytes, "the rung needs");
 }
 
 // A d the rung has no kernel for (refuses() says so before any launch: not reached).

@@ -30,13 +30,10 @@ Problem<T> problem(const Shape& s, const AttnParams& params, TileSizes tiles, Va
 // Raises a kernel's dynamic shared-memory limit to what it needs, or says why it cannot run.
 template <class Kernel>
 void allow_smem(Kernel kernel, std::size_t bytes, TileSizes tiles, index_t d) {
-  if (bytes > smem_limit())
-    throw CudaError("tiles " + std::to_string(tiles.Br) + " x " + std::to_string(tiles.Bc) +
-                    " at d = " + std::to_string(d) + " need " + std::to_string(bytes / 1024) +
-                    " KB of shared memory, more than the GPU's " +
-                    std::to_string(smem_limit() / 1024) + " KB: use smaller --block-q/--block-k");
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        "cudaFuncSetAttribute");
+  allow_dynamic_smem(kernel, bytes,
+                     "tiles " + std::to_string(tiles.Br) + " x " + std::to_string(tiles.Bc) +
+                         " at d = " + std::to_string(d) + " need",
+                     ": use smaller --block-q/--block-k");
 }
 
 template <class T>
