@@ -334,16 +334,26 @@ __device__ void merge_unit(const DecodeArgs<E>& a, index_t head, Range rows) {
   }
 }
 
+// What a feed reads of the block's split: its keys begin .. some_see of K and V (every row sees
+// those below all_see; row r those below row_end[r]), the rows' q, and the lane's place (warp,
+// key j of a load, chunk c of its row). Both feeds below take it and update the lane's state.
+template <class E, int kD, int R>
+struct DecodeSplit {
+  const DecodeArgs<E>& a;
+  const E *K, *V;
+  index_t begin, all_see, some_see;
+  const index_t (&row_end)[R];
+  const float (&q)[R][DecodeLayout<E, kD>::kPer];
+  int warp, j, c;
+};
+
 // The lanes' feeds over the split's keys begin .. some_see: the steps wholly below all_see
 // unchecked (kAhead: software-pipelined, step k + 1's loads issued before step k's update), the
 // rest checked.
 template <class E, int kD, int R, bool kAhead>
-__device__ inline void decode_lane_steps(const DecodeArgs<E>& a, const E* K, const E* V,
-                                         index_t begin, index_t all_see, index_t some_see,
-                                         const index_t (&row_end)[R],
-                                         const float (&q)[R][DecodeLayout<E, kD>::kPer],
-                                         DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp,
-                                         int j, int c) {
+__device__ inline void decode_lane_steps(const DecodeSplit<E, kD, R>& b,
+                                         DecodeState<R, DecodeLayout<E, kD>::kPer>& st) {
+  const auto& [a, K, V, begin, all_see, some_see, row_end, q, warp, j, c] = b;
   using Lay = DecodeLayout<E, kD>;
   index_t base = begin;
   if (kAhead && base + Lay::kStepKeys <= all_see) {
@@ -372,12 +382,9 @@ __device__ inline void decode_lane_steps(const DecodeArgs<E>& a, const E* K, con
 // next phase needs a refill that waits for this one. Step t is checked as the other feeds check
 // it: where base + kStepKeys passes all_see.
 template <class E, int kD, int R>
-__device__ inline void decode_bulk_steps(const DecodeArgs<E>& a, const E* K, const E* V,
-                                         index_t begin, index_t all_see, index_t some_see,
-                                         const index_t (&row_end)[R],
-                                         const float (&q)[R][DecodeLayout<E, kD>::kPer],
-                                         DecodeState<R, DecodeLayout<E, kD>::kPer>& st, int warp,
-                                         int j, int c) {
+__device__ inline void decode_bulk_steps(const DecodeSplit<E, kD, R>& b,
+                                         DecodeState<R, DecodeLayout<E, kD>::kPer>& st) {
+  const auto& [a, K, V, begin, all_see, some_see, row_end, q, warp, j, c] = b;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // cp.async.bulk, mbarrier tx counts: sm_90
   using Lay = DecodeLayout<E, kD>;
   using B = DecodeBulk<E, kD>;
@@ -387,10 +394,10 @@ __device__ inline void decode_bulk_steps(const DecodeArgs<E>& a, const E* K, con
   std::uint64_t* empty = full + kStages;
   const index_t steps =
       some_see > begin ? (some_see - begin + Lay::kStepKeys - 1) / Lay::kStepKeys : 0;
-  const auto fill = [&](index_t t) {
-    const index_t base = begin + t * Lay::kStepKeys;
-    decode_fill<E, kD>(bulk_smem + int(t % kStages) * B::kStageBytes, full + t % kStages, K, V,
-                       base, fmin2(index_t(Lay::kStepKeys), some_see - base));
+  const auto fill = [&](index_t t) {  // (b's members: CUDA's C++17 captures no structured binding)
+    const index_t base = b.begin + t * Lay::kStepKeys;
+    decode_fill<E, kD>(bulk_smem + int(t % kStages) * B::kStageBytes, full + t % kStages, b.K, b.V,
+                       base, fmin2(index_t(Lay::kStepKeys), b.some_see - base));
   };
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s)
@@ -468,11 +475,11 @@ __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
   const index_t some_see = fmin2(keys.end, a.mask.visible_keys(rows.end - 1));
   const E* K = a.K + head * a.n_keys * kD;
   const E* V = a.V + head * a.n_keys * kD;
+  const DecodeSplit<E, kD, R> split{a, K, V, keys.begin, all_see, some_see, row_end, q, warp, j, c};
   if constexpr (kFeed == KvFeed::bulk)
-    decode_bulk_steps<E, kD, R>(a, K, V, keys.begin, all_see, some_see, row_end, q, st, warp, j, c);
+    decode_bulk_steps(split, st);
   else
-    decode_lane_steps<E, kD, R, kFeed == KvFeed::ahead>(a, K, V, keys.begin, all_see, some_see,
-                                                        row_end, q, st, warp, j, c);
+    decode_lane_steps<E, kD, R, kFeed == KvFeed::ahead>(split, st);
 
 #pragma unroll
   for (int off = Lay::G; off < 32; off *= 2) merge_lanes(st, off);
