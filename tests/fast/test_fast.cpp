@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <thread>
 
 #include "check.hpp"
 #include "flashdemo/fast/fast_attention.hpp"
@@ -160,6 +161,49 @@ TEST_CASE("fast backward: a head's dK and dV do not depend on the heads beside i
     REQUIRE(alone[2][e] == all[2][at + e]);  // dV
     const float q1 = alone[0][e], q16 = all[0][at + e];
     REQUIRE(std::abs(q1 - q16) <= std::abs(q1) * 0x1p-23f);  // dQ
+  }
+}
+
+// Under a causal mask a (band, chunk) whose keys no row of the chunk sees computes nothing: its
+// item does not run, its partials are never written, and the sums pass over them. The partials'
+// buffers are kept from call to call, so a call that reads one would read the last call's sums:
+// here a full (not causal) call fills every partial first, and the causal calls after it must give
+// the bits of the same calls in a fresh thread (fresh buffers), and pass the rule. n = 100 rows
+// in 7 chunks, m keys in bands of 24-key tiles; bottom-right with n > m leaves rows that see no
+// key (dQ = 0), top-left with m > n keys that no row sees (dK = dV = 0).
+TEST_CASE("fast backward: the partials of (band, chunk) pairs the mask skips are never read") {
+  const index_t n = 100, d = 8;
+  for (index_t m : {100, 61, 150}) {
+    for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+      INFO("m=" << m << " align=" << int(align));
+      TorchGenerator gen(11);
+      const auto Q = draw<double>(gen, n * d), K = draw<double>(gen, m * d),
+                 V = draw<double>(gen, m * d), dO = draw<double>(gen, n * d);
+      auto run = [&](const AttnParams& p) {
+        std::vector<double> O(Q.size()), L(static_cast<std::size_t>(n)), L_lo(L.size()),
+            dQ(Q.size()), dK(K.size()), dV(K.size()), D(L.size());
+        const fast::Shape s{1, 1, n, m, d};
+        const fast::Options o{2, {16, 24}};
+        fast::forward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data());
+        fast::backward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data(),
+                       dO.data(), dQ.data(), dK.data(), dV.data(), D.data());
+        return std::vector<std::vector<double>>{O, L, dQ, dK, dV};
+      };
+      const AttnParams causal{true, align, {}};
+      std::vector<std::vector<double>> fresh;
+      std::thread([&] { fresh = run(causal); }).join();
+      run(AttnParams{});  // every partial written, none of them zero
+      const auto after = run(causal);
+      CHECK(after[2] == fresh[2]);  // dQ
+      CHECK(after[3] == fresh[3]);  // dK
+      CHECK(after[4] == fresh[4]);  // dV
+      const test::Problem<double> one{head(Q, 0, n, d), head(K, 0, m, d), head(V, 0, m, d),
+                                      head(dO, 0, n, d), causal};
+      const test::Outputs<double> got{
+          head(after[0], 0, n, d), Eigen::Map<const Vec<double>>(after[1].data(), n),
+          head(after[2], 0, n, d), head(after[3], 0, m, d), head(after[4], 0, m, d)};
+      test::check_outputs(got, test::Expected<double>(one), "fast");
+    }
   }
 }
 

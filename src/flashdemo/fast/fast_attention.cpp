@@ -378,25 +378,49 @@ Range part(index_t count, index_t parts, index_t k) {
   return {k * count / parts, (k + 1) * count / parts};
 }
 
-// One work item of the backward, and its cost in computed (not skipped) tiles.
+// What the mask leaves of each (band, chunk): its computed (not skipped) tiles, the same for every
+// head. A pair with none (under a causal mask, a band of keys that no row of the chunk sees) has
+// zero partials: its item does not run and the sums pass over it (reduce_partials), which gives
+// the same bits as adding its zeros, since a sum that starts at +0 is never -0.
+struct Costs {
+  Split sp;
+  std::vector<index_t> tiles;      // bands x chunks: tiles[b * chunks + c]
+  std::vector<index_t> chunk_row;  // per query tile i, the chunk that holds it
+  std::vector<index_t> band_col;   // per key tile j, the band that holds it
+  index_t of(index_t b, index_t c) const { return tiles[std::size_t(b * sp.chunks + c)]; }
+};
+
+Costs costs_for(const Tiling& t, const Mask& mask, Split sp) {
+  Costs k{sp, std::vector<index_t>(std::size_t(sp.bands * sp.chunks)),
+          std::vector<index_t>(std::size_t(t.Tr())), std::vector<index_t>(std::size_t(t.Tc()))};
+  for (index_t b = 0; b < sp.bands; ++b) {
+    const Range keys = part(t.Tc(), sp.bands, b);
+    for (index_t j = keys.begin; j < keys.end; ++j) k.band_col[std::size_t(j)] = b;
+    for (index_t c = 0; c < sp.chunks; ++c) {
+      const Range queries = part(t.Tr(), sp.chunks, c);
+      for (index_t i = queries.begin; i < queries.end; ++i) {
+        k.chunk_row[std::size_t(i)] = c;
+        for (index_t j = keys.begin; j < keys.end; ++j)
+          k.tiles[std::size_t(b * sp.chunks + c)] += t.classify(mask, i, j) != TileKind::skipped;
+      }
+    }
+  }
+  return k;
+}
+
+// One work item of the backward, and its cost in computed tiles.
 struct Item {
   index_t x, band, chunk, cost;
 };
 
-// The items of a group of g heads, the most tiles first: a causal item's cost ranges from 0 to
-// its whole band x chunk, and the longest must not start last.
-std::vector<Item> backward_items(const Tiling& t, const Mask& mask, Split sp, index_t g) {
+// The items of a group of g heads that compute something, the most tiles first: a causal item's
+// cost ranges from 0 to its whole band x chunk, and the longest must not start last.
+std::vector<Item> backward_items(const Costs& costs, index_t g) {
   std::vector<Item> items;
   for (index_t x = 0; x < g; ++x)
-    for (index_t b = 0; b < sp.bands; ++b)
-      for (index_t c = 0; c < sp.chunks; ++c) {
-        index_t cost = 0;
-        const Range keys = part(t.Tc(), sp.bands, b), queries = part(t.Tr(), sp.chunks, c);
-        for (index_t j = keys.begin; j < keys.end; ++j)
-          for (index_t i = queries.begin; i < queries.end; ++i)
-            cost += t.classify(mask, i, j) != TileKind::skipped;
-        items.push_back({x, b, c, cost});
-      }
+    for (index_t b = 0; b < costs.sp.bands; ++b)
+      for (index_t c = 0; c < costs.sp.chunks; ++c)
+        if (costs.of(b, c) > 0) items.push_back({x, b, c, costs.of(b, c)});
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& a, const Item& b) { return a.cost > b.cost; });
   return items;
@@ -504,7 +528,7 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
 }
 
 // One item: its band's key tiles, in order, against its chunk's query tiles. Its dQ partial (the
-// chunk's rows of band b) starts at 0 here: every item runs, even one whose tiles are all skipped.
+// chunk's rows of band b) starts at 0 here; only items that compute a tile run (backward_items).
 template <class T>
 void backward_item(const Mask& mask, const Tiling& t, T scale, const T* Q, const T* dO,
                    const BackwardPacks<T>& pk, const T* L, const T* L_lo, const T* D,
@@ -525,15 +549,18 @@ void backward_item(const Mask& mask, const Tiling& t, T scale, const T* Q, const
 // order, each rounded once; rows shared between the threads (called inside a parallel region).
 // A row's d sums run side by side (whole rows of each partial, in vectors), each entry still
 // summed from 0 in band or chunk order.
+// The partials of a (band, chunk) that computes nothing (Costs) were never written: passed over.
 template <class T>
-void reduce_partials(Partials<T>& ps, index_t g, T scale, T* dQ, T* dK, T* dV) {
+void reduce_partials(Partials<T>& ps, const Costs& costs, const Tiling& t, index_t g, T scale,
+                     T* dQ, T* dK, T* dV) {
   const index_t d = ps.d;
   std::vector<double> sk(static_cast<std::size_t>(d)), sv(static_cast<std::size_t>(d));
 #pragma omp for schedule(static)
   for (index_t r = 0; r < g * ps.n; ++r) {
-    const index_t x = r / ps.n, row = r % ps.n;
+    const index_t x = r / ps.n, row = r % ps.n, c = costs.chunk_row[std::size_t(row / t.Br)];
     std::fill(sk.begin(), sk.end(), 0.0);
     for (index_t b = 0; b < ps.sp.bands; ++b) {
+      if (costs.of(b, c) == 0) continue;
       const double* part = ps.dQ_of(x, b) + row * d;
       for (index_t k = 0; k < d; ++k) sk[std::size_t(k)] += part[k];
     }
@@ -542,10 +569,11 @@ void reduce_partials(Partials<T>& ps, index_t g, T scale, T* dQ, T* dK, T* dV) {
   }
 #pragma omp for schedule(static)
   for (index_t r = 0; r < g * ps.m; ++r) {
-    const index_t x = r / ps.m, row = r % ps.m;
+    const index_t x = r / ps.m, row = r % ps.m, b = costs.band_col[std::size_t(row / t.Bc)];
     std::fill(sk.begin(), sk.end(), 0.0);
     std::fill(sv.begin(), sv.end(), 0.0);
     for (index_t c = 0; c < ps.sp.chunks; ++c) {
+      if (costs.of(b, c) == 0) continue;
       const T *part_k = ps.dK_of(x, c) + row * d, *part_v = ps.dV_of(x, c) + row * d;
       for (index_t k = 0; k < d; ++k) {
         sk[std::size_t(k)] += double(part_k[k]);
@@ -616,6 +644,7 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const T scale = T(p.scale_for(s.d));
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
   const Split sp = split_for(t, s.heads());
+  const Costs costs = costs_for(t, mask, sp);
   const index_t G = group_size(s.heads(), sp.bands * sp.chunks, threads, 4);
   Workspace<T>& ws = workspace<T>();
   std::vector<BackwardPacks<T>>& packs = packs_for(ws.packs, G);
@@ -641,14 +670,14 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
         pack_rows(dO + q0, s.n, s.d, pk.dOp);
       }
 #pragma omp single
-      items = backward_items(t, mask, sp, g);
+      items = backward_items(costs, g);
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t k = 0; k < items.size(); ++k) {
         const index_t x = items[k].x, head = h0 + x, q0 = head * s.n * s.d;
         backward_item(mask, t, scale, Q + q0, dO + q0, packs[std::size_t(x)], L + head * s.n,
                       L_lo ? L_lo + head * s.n : nullptr, D + head * s.n, partials, items[k], w);
       }
-      reduce_partials(partials, g, scale, dQ + h0 * s.n * s.d, dK + h0 * s.m * s.d,
+      reduce_partials(partials, costs, t, g, scale, dQ + h0 * s.n * s.d, dK + h0 * s.m * s.d,
                       dV + h0 * s.m * s.d);
     }
   }
