@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <thread>
 
 #include "check.hpp"
@@ -168,21 +169,27 @@ TEST_CASE("fast backward: a head's dK and dV do not depend on the heads beside i
 // item does not run, its partials are never written, and the sums pass over them. The partials'
 // buffers are kept from call to call, so a call that reads one would read the last call's sums:
 // here a full (not causal) call fills every partial first, and the causal calls after it must give
-// the bits of the same calls in a fresh thread (fresh buffers), and pass the rule. n = 100 rows
-// in 7 chunks, m keys in bands of 24-key tiles; bottom-right with n > m leaves rows that see no
-// key (dQ = 0), top-left with m > n keys that no row sees (dK = dV = 0).
+// the bits of the same calls in a fresh thread (fresh buffers), and pass the rule. Tiles of 16 rows
+// and 24 keys. One head of n = 100: each chunk one query tile, each band one key tile. Three heads
+// of n = 300: 19 query tiles in 8 chunks and 3 bands of several key tiles (split_for), so a row's
+// chunk and a key's band are not its tile. Bottom-right with n > m leaves rows that see no key
+// (dQ = 0), top-left with m > n keys that no row sees (dK = dV = 0).
 TEST_CASE("fast backward: the partials of (band, chunk) pairs the mask skips are never read") {
-  const index_t n = 100, d = 8;
-  for (index_t m : {100, 61, 150}) {
+  struct Case {
+    index_t h, n, m;
+  };
+  const index_t d = 8;
+  for (const Case c : {Case{1, 100, 100}, Case{1, 100, 61}, Case{1, 100, 150}, Case{3, 300, 300},
+                       Case{3, 300, 170}, Case{3, 300, 410}}) {
     for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
-      INFO("m=" << m << " align=" << int(align));
+      INFO("h=" << c.h << " n=" << c.n << " m=" << c.m << " align=" << int(align));
       TorchGenerator gen(11);
-      const auto Q = draw<double>(gen, n * d), K = draw<double>(gen, m * d),
-                 V = draw<double>(gen, m * d), dO = draw<double>(gen, n * d);
+      const auto Q = draw<double>(gen, c.h * c.n * d), K = draw<double>(gen, c.h * c.m * d),
+                 V = draw<double>(gen, c.h * c.m * d), dO = draw<double>(gen, c.h * c.n * d);
       auto run = [&](const AttnParams& p) {
-        std::vector<double> O(Q.size()), L(static_cast<std::size_t>(n)), L_lo(L.size()),
+        std::vector<double> O(Q.size()), L(static_cast<std::size_t>(c.h * c.n)), L_lo(L.size()),
             dQ(Q.size()), dK(K.size()), dV(K.size()), D(L.size());
-        const fast::Shape s{1, 1, n, m, d};
+        const fast::Shape s{1, c.h, c.n, c.m, d};
         const fast::Options o{2, {16, 24}};
         fast::forward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data());
         fast::backward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data(),
@@ -197,12 +204,41 @@ TEST_CASE("fast backward: the partials of (band, chunk) pairs the mask skips are
       CHECK(after[2] == fresh[2]);  // dQ
       CHECK(after[3] == fresh[3]);  // dK
       CHECK(after[4] == fresh[4]);  // dV
-      const test::Problem<double> one{head(Q, 0, n, d), head(K, 0, m, d), head(V, 0, m, d),
-                                      head(dO, 0, n, d), causal};
-      const test::Outputs<double> got{
-          head(after[0], 0, n, d), Eigen::Map<const Vec<double>>(after[1].data(), n),
-          head(after[2], 0, n, d), head(after[3], 0, m, d), head(after[4], 0, m, d)};
-      test::check_outputs(got, test::Expected<double>(one), "fast");
+      for (index_t h = 0; h < c.h; ++h) {
+        const test::Problem<double> one{head(Q, h, c.n, d), head(K, h, c.m, d), head(V, h, c.m, d),
+                                        head(dO, h, c.n, d), causal};
+        const test::Outputs<double> got{
+            head(after[0], h, c.n, d),
+            Eigen::Map<const Vec<double>>(after[1].data() + h * c.n, c.n),
+            head(after[2], h, c.n, d), head(after[3], h, c.m, d), head(after[4], h, c.m, d)};
+        test::check_outputs(got, test::Expected<double>(one), "fast");
+      }
+    }
+  }
+}
+
+// No rows, or no keys: nothing to divide among the threads, and no abort. n = 0: dK = dV = 0
+// (no row sees a key). m = 0: every row sees no key, O = 0, L = -inf, dQ = 0.
+TEST_CASE("fast forward and backward: n = 0 or m = 0") {
+  const index_t d = 8;
+  for (const index_t n : {0, 5}) {
+    const index_t m = 5 - n;
+    for (const bool causal : {false, true}) {
+      INFO("n=" << n << " m=" << m << " causal=" << causal);
+      const fast::Shape s{2, 3, n, m, d};
+      std::vector<double> Q(std::size_t(6 * n * d), 0.5), K(std::size_t(6 * m * d), 0.25), V(K),
+          dO(Q), O(Q.size(), 7.0), L(std::size_t(6 * n), 7.0), L_lo(L), dQ(Q.size(), 7.0),
+          dK(K.size(), 7.0), dV(K.size(), 7.0), D(L);
+      const AttnParams p{causal, CausalAlign::bottom_right, {}};
+      const fast::Options o{2, {16, 24}};
+      fast::forward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data());
+      fast::backward(s, p, o, Q.data(), K.data(), V.data(), O.data(), L.data(), L_lo.data(),
+                     dO.data(), dQ.data(), dK.data(), dV.data(), D.data());
+      for (const double x : O) CHECK(x == 0.0);
+      for (const double x : L) CHECK(x == -std::numeric_limits<double>::infinity());
+      for (const double x : dQ) CHECK(x == 0.0);
+      for (const double x : dK) CHECK(x == 0.0);
+      for (const double x : dV) CHECK(x == 0.0);
     }
   }
 }

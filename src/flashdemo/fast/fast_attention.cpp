@@ -296,17 +296,20 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
     const TileKind kind = t.classify(mask, i, j);
     if (kind == TileKind::skipped) continue;
     const Range cols = t.cols(j);
-    const index_t bc = cols.size();
-    tile_product(br, padded<T>(bc), d, Q + rows.begin * d, Kt.tile(j), S.data(),  // S = Q_i K_j^T
+    // The keys the tile's last row sees, the most of any row (a causal mask's rows see prefixes
+    // that grow with the row): on the diagonal, the keys past them are masked for every row, and
+    // neither product computes them (with Bc = 2 Br, half of every other diagonal tile).
+    const index_t seen = visible_in(mask, kind, rows.end - 1, cols), bcv = padded<T>(seen);
+    tile_product(br, bcv, d, Q + rows.begin * d, Kt.tile(j), S.data(),  // S = Q_i K_j^T
                  Strides{d, 1, bcp, bcp}, false);
     for (index_t r = 0; r < br; ++r) {
       T alpha;
       const index_t keep = visible_in(mask, kind, rows.begin + r, cols);
-      const T rowsum = softmax_row(&S[r * bcp], keep, bc, scale, m[r], alpha);
+      const T rowsum = softmax_row(&S[r * bcp], keep, bcv, scale, m[r], alpha);
       l[r] = double(alpha) * l[r] + double(rowsum);
       Row<T>(&Oi[r * dp], dp) *= alpha;
     }
-    tile_product(br, dp, bc, S.data(), Vp.rows(cols.begin), Oi.data(),  // O_i += P V_j
+    tile_product(br, dp, seen, S.data(), Vp.rows(cols.begin), Oi.data(),  // O_i += P V_j
                  Strides{bcp, 1, dp, dp}, true);
   }
   for (index_t r = 0; r < br; ++r) {
@@ -379,9 +382,10 @@ Range part(index_t count, index_t parts, index_t k) {
 }
 
 // What the mask leaves of each (band, chunk): its computed (not skipped) tiles, the same for every
-// head. A pair with none (under a causal mask, a band of keys that no row of the chunk sees) has
-// zero partials: its item does not run and the sums pass over it (reduce_partials), which gives
-// the same bits as adding its zeros, since a sum that starts at +0 is never -0.
+// head. A pair with none (under a causal mask, a band of keys that no row of the chunk sees)
+// contributes nothing: its item does not run, its partials are never written (their buffers hold
+// an earlier call's sums), and the sums pass over it (reduce_partials). That gives the bits that
+// adding its zeros gave: a sum that starts at +0 is never -0, and adding +0 leaves it as it is.
 struct Costs {
   Split sp;
   std::vector<index_t> tiles;      // bands x chunks: tiles[b * chunks + c]
@@ -391,21 +395,22 @@ struct Costs {
 };
 
 Costs costs_for(const Tiling& t, const Mask& mask, Split sp) {
-  Costs k{sp, std::vector<index_t>(std::size_t(sp.bands * sp.chunks)),
-          std::vector<index_t>(std::size_t(t.Tr())), std::vector<index_t>(std::size_t(t.Tc()))};
+  Costs costs{sp, std::vector<index_t>(std::size_t(sp.bands * sp.chunks)),
+              std::vector<index_t>(std::size_t(t.Tr())), std::vector<index_t>(std::size_t(t.Tc()))};
   for (index_t b = 0; b < sp.bands; ++b) {
     const Range keys = part(t.Tc(), sp.bands, b);
-    for (index_t j = keys.begin; j < keys.end; ++j) k.band_col[std::size_t(j)] = b;
+    for (index_t j = keys.begin; j < keys.end; ++j) costs.band_col[std::size_t(j)] = b;
     for (index_t c = 0; c < sp.chunks; ++c) {
       const Range queries = part(t.Tr(), sp.chunks, c);
       for (index_t i = queries.begin; i < queries.end; ++i) {
-        k.chunk_row[std::size_t(i)] = c;
+        costs.chunk_row[std::size_t(i)] = c;
         for (index_t j = keys.begin; j < keys.end; ++j)
-          k.tiles[std::size_t(b * sp.chunks + c)] += t.classify(mask, i, j) != TileKind::skipped;
+          costs.tiles[std::size_t(b * sp.chunks + c)] +=
+              t.classify(mask, i, j) != TileKind::skipped;
       }
     }
   }
-  return k;
+  return costs;
 }
 
 // One work item of the backward, and its cost in computed tiles.
@@ -591,6 +596,7 @@ void reduce_partials(Partials<T>& ps, const Costs& costs, const Tiling& t, index
 // (one head when a head alone has that many), so many small heads still use all the threads.
 // The packs and partials are per head of a group.
 index_t group_size(index_t heads, index_t items_per_head, index_t threads, index_t per_thread) {
+  items_per_head = std::max<index_t>(1, items_per_head);  // n = 0: no items, one head at a time
   const index_t want = (per_thread * threads + items_per_head - 1) / items_per_head;
   return std::max<index_t>(1, std::min(heads, want));
 }

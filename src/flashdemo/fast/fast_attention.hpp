@@ -20,7 +20,7 @@
 //   An item sums dK_j, dV_j over its chunk (in T) and dQ_i over its band (in double); the
 //   partials are then summed in chunk and band order in double and rounded once:
 //   dK_j = scale sum_c dK_j^(c),  dV_j = sum_c dV_j^(c),  dQ_i = scale sum_b dQ_i^(b).
-//   A (band, chunk) that the mask skips whole has zero partials: its item does not run and
+//   A (band, chunk) that the mask skips whole contributes nothing: its item does not run and
 //   the sums leave it out (the same bits: a sum from +0 is never -0).
 //   No sum depends on the thread count or on which thread took an item: every output is the
 //   same bits for any --threads.
