@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <thread>
@@ -172,15 +173,16 @@ TEST_CASE("fast backward: a head's dK and dV do not depend on the heads beside i
 // the bits of the same calls in a fresh thread (fresh buffers), and pass the rule. Tiles of 16 rows
 // and 24 keys. One head of n = 100: each chunk one query tile, each band one key tile. Three heads
 // of n = 300: 19 query tiles in 8 chunks and 3 bands of several key tiles (split_for), so a row's
-// chunk and a key's band are not its tile. Bottom-right with n > m leaves rows that see no key
-// (dQ = 0), top-left with m > n keys that no row sees (dK = dV = 0).
+// chunk and a key's band are not its tile. Eight heads of 3 x 2 tiles: two heads a group, so the
+// partials of a group's second head are read and skipped too. Bottom-right with n > m leaves rows
+// that see no key (dQ = 0), top-left with m > n keys that no row sees (dK = dV = 0).
 TEST_CASE("fast backward: the partials of (band, chunk) pairs the mask skips are never read") {
   struct Case {
     index_t h, n, m;
   };
   const index_t d = 8;
   for (const Case c : {Case{1, 100, 100}, Case{1, 100, 61}, Case{1, 100, 150}, Case{3, 300, 300},
-                       Case{3, 300, 170}, Case{3, 300, 410}}) {
+                       Case{3, 300, 170}, Case{3, 300, 410}, Case{8, 40, 40}, Case{8, 40, 30}}) {
     for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
       INFO("h=" << c.h << " n=" << c.n << " m=" << c.m << " align=" << int(align));
       TorchGenerator gen(11);
@@ -263,4 +265,29 @@ TEST_CASE("fast forward: the same bits for every Br (and Bc fixed)") {
       CHECK(a == run(Br));
     }
   }
+}
+
+// The same for a zero's sign, which == does not see. Row 4 meets key 4's score 1000 after four
+// scores of 0: its rescale exp(0 - 1000) is 0, and O_i's negative sums times 0 are -0; V_4 = -0
+// adds -0. Keys 5 to 7 are masked for row 4, but the rows below it in its tile see some of them, so
+// how many of their 0 x V terms row 4's product takes depends on Br: O_i must hold +0 there, never
+// -0.
+TEST_CASE("fast forward: the same bits for every Br, a zero's sign too") {
+  const index_t n = 8, d = 1;
+  const std::vector<float> Q(8, 1.0f), K{0, 0, 0, 0, 1000, 0, 0, 0},
+      V{-1, -1, -1, -1, -0.0f, 1, 1, 1};
+  auto run = [&](index_t Br) {
+    std::vector<float> O(Q.size()), L(static_cast<std::size_t>(n)), L_lo(L.size());
+    fast::forward(fast::Shape{1, 1, n, n, d}, AttnParams{true, CausalAlign::top_left, {}},
+                  fast::Options{1, {Br, 4}}, Q.data(), K.data(), V.data(), O.data(), L.data(),
+                  L_lo.data());
+    return O;
+  };
+  const auto a = run(8);
+  for (index_t Br : {1, 2, 3}) {
+    INFO("Br=" << Br);
+    const auto b = run(Br);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  }
+  CHECK_FALSE(std::signbit(a[4]));  // 0 x (-1) rescaled, + 1 x (-0): the value is 0, written +0
 }

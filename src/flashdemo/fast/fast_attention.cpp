@@ -298,7 +298,8 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
     const Range cols = t.cols(j);
     // The keys the tile's last row sees, the most of any row (a causal mask's rows see prefixes
     // that grow with the row): on the diagonal, the keys past them are masked for every row, and
-    // neither product computes them (with Bc = 2 Br, half of every other diagonal tile).
+    // neither product computes them (with Bc = 2 Br, half of every other diagonal tile). A row's
+    // product still takes the 0 x V terms of keys up to `seen` that it does not see itself.
     const index_t seen = visible_in(mask, kind, rows.end - 1, cols), bcv = padded<T>(seen);
     tile_product(br, bcv, d, Q + rows.begin * d, Kt.tile(j), S.data(),  // S = Q_i K_j^T
                  Strides{d, 1, bcp, bcp}, false);
@@ -307,7 +308,13 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
       const index_t keep = visible_in(mask, kind, rows.begin + r, cols);
       const T rowsum = softmax_row(&S[r * bcp], keep, bcv, scale, m[r], alpha);
       l[r] = double(alpha) * l[r] + double(rowsum);
-      Row<T>(&Oi[r * dp], dp) *= alpha;
+      // O_i's row rescaled; by alpha = 0 (a new max beyond exp's range), +0 where negative
+      // sums times 0 would give -0: O_i never holds -0, so the 0 x V terms of the keys past a row's
+      // own (which the tile's other rows decide) never change its bits.
+      if (alpha == T(0))
+        std::fill(&Oi[r * dp], &Oi[r * dp] + dp, T(0));
+      else
+        Row<T>(&Oi[r * dp], dp) *= alpha;
     }
     tile_product(br, dp, seen, S.data(), Vp.rows(cols.begin), Oi.data(),  // O_i += P V_j
                  Strides{bcp, 1, dp, dp}, true);
