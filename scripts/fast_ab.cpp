@@ -6,6 +6,9 @@
 // A and B are fast_attention.cpp compiled twice, in namespaces level_a and level_b
 // (FD_FAST_LEVEL); scripts/fast_ab.sh builds them from a commit and the working tree.
 // Usage: fast_ab [--h H] [--n N] [--d D] [--causal] [--scale S] [--bwd] [--threads T] [--reps R]
+//                [--Br R --Bc C] [--Br-b R --Bc-b C]
+// Tiles: tiles_for's unless --Br and --Bc give them; --Br-b and --Bc-b give B other tiles than A's
+// (with A and B the same commit, `fast_ab.sh HEAD`, that times one tiling against another).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
   bool bwd = false;
   index_t threads = 1;
   int reps = 10;
+  index_t tiles[2][2] = {{0, 0}, {0, 0}};  // A's and B's Br, Bc (0: tiles_for's)
   for (int k = 1; k < argc; ++k) {
     const std::string a = argv[k];
     if (a == "--causal") {
@@ -85,7 +89,15 @@ int main(int argc, char** argv) {
       reps = int(x);
     else if (a == "--scale")
       p.scale = x;
-    else {
+    else if (a == "--Br" || a == "--Bc" || a == "--Br-b" || a == "--Bc-b") {
+      if (x < 1) {
+        std::fprintf(stderr, "fast_ab: %s must be at least 1\n", a.c_str());
+        return 2;
+      }
+      const int which = a[3] == 'r' ? 0 : 1;
+      if (a.size() == 4) tiles[0][which] = index_t(x);
+      tiles[1][which] = index_t(x);
+    } else {
       std::fprintf(stderr, "fast_ab: unknown option %s\n", a.c_str());
       return 2;
     }
@@ -94,8 +106,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fast_ab: --h, --n, --d, --threads and --reps must be at least 1\n");
     return 2;
   }
-  const fast::Options o{threads, fast::tiles_for(s, bwd ? fast::Pass::bwd : fast::Pass::fwd,
-                                                 threads, index_t(sizeof(float)))};
+  const TileSizes chosen =
+      fast::tiles_for(s, bwd ? fast::Pass::bwd : fast::Pass::fwd, threads, index_t(sizeof(float)));
+  fast::Options opts[2];
+  for (int x = 0; x < 2; ++x) {
+    const index_t Br = tiles[x][0] > 0 ? tiles[x][0] : chosen.Br,
+                  Bc = tiles[x][1] > 0 ? tiles[x][1] : chosen.Bc;
+    opts[x] = fast::Options{threads, {Br, Bc}};
+  }
   const std::size_t q = std::size_t(s.heads() * s.n * s.d), rows = std::size_t(s.heads() * s.n);
   std::vector<float> Q(q), K(q), V(q), dO(q);
   std::mt19937 gen(1);
@@ -106,13 +124,13 @@ int main(int argc, char** argv) {
   std::vector<Arrays> out(2, Arrays(q, rows));
   const auto forward = [&](int x) {
     Arrays& a = out[std::size_t(x)];
-    builds[x]->f32.forward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(),
+    builds[x]->f32.forward(s, p, opts[x], Q.data(), K.data(), V.data(), a.O.data(), a.L.data(),
                            a.L_lo.data());
   };
   const auto run = [&](int x) {
     if (!bwd) return forward(x);
     Arrays& a = out[std::size_t(x)];
-    builds[x]->f32.backward(s, p, o, Q.data(), K.data(), V.data(), a.O.data(), a.L.data(),
+    builds[x]->f32.backward(s, p, opts[x], Q.data(), K.data(), V.data(), a.O.data(), a.L.data(),
                             a.L_lo.data(), dO.data(), a.dQ.data(), a.dK.data(), a.dV.data(),
                             a.D.data());
   };
@@ -142,10 +160,12 @@ int main(int argc, char** argv) {
       bwd ? std::max({max_diff(a.dQ, b.dQ), max_diff(a.dK, b.dK), max_diff(a.dV, b.dV)})
           : std::max(max_diff(a.O, b.O), max_diff(a.L, b.L));
   std::printf(
-      "h %ld n %ld d %ld%s %s threads %ld: A min %.2f ms, B min %.2f ms; B's speed over A's: "
+      "h %ld n %ld d %ld%s %s threads %ld, tiles A %ldx%ld B %ldx%ld: A min %.2f ms, B min %.2f "
+      "ms; B's speed over A's: "
       "%.3fx by the mins, %.3fx the median of %zu pairs (B faster in %d); outputs %s (max "
       "difference %.3g)\n",
       long(s.h), long(s.n), long(s.d), p.causal ? " causal" : "", bwd ? "bwd" : "fwd",
-      long(threads), min_a, min_b, min_a / min_b, ratio[ratio.size() / 2], ratio.size(), b_faster,
-      same ? "the same bits" : "differ", diff);
+      long(threads), long(opts[0].tiles.Br), long(opts[0].tiles.Bc), long(opts[1].tiles.Br),
+      long(opts[1].tiles.Bc), min_a, min_b, min_a / min_b, ratio[ratio.size() / 2], ratio.size(),
+      b_faster, same ? "the same bits" : "differ", diff);
 }

@@ -5,6 +5,7 @@
 #
 # Usage: scripts/fast_ab.sh BASE "CASE" ["CASE" ...]   CASE: fast_ab.cpp's options
 #   scripts/fast_ab.sh 7c779af "--d 64" "--d 128 --bwd" "--h 16 --d 64 --threads 2 --reps 6"
+#   scripts/fast_ab.sh HEAD "--d 64 --threads 2 --Br-b 256"     (one tiling against another)
 # A's other code (the headers outside src/flashdemo/fast) must not differ from B's where both
 # use it: the two objects link against one library, and an inline function defined twice
 # differently is one of them. Needs a configured build for the library (FLASHDEMO_BUILD, default build/release, its
