@@ -6,7 +6,8 @@
 // threads over the group's (head, query tile i), the last query tiles (under a causal mask, the
 // longest) first):
 //   S = Q_i K_j^T  then  S = scale S          (the scale rounds once, after the product)
-//   masked keys of partial causal tiles: only the visible prefix of each row is used
+//   masked keys of partial causal tiles: only the visible prefix of each row is used, and
+//   neither product computes the keys past what the tile's last row sees
 //   m_new = max(m, rowmax S),  alpha = exp(m - m_new)  (0 when m = -inf)
 //   P = exp(S - m_new)  (0 for a row still at -inf),  l = alpha l + rowsum P  (l in double)
 //   O_i = diag(alpha) O_i + P V_j
