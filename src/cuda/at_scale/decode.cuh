@@ -305,9 +305,10 @@ __device__ void write_part(const DecodeArgs<E>& a, const DecodeShared<R, kD, 4>&
 // rows' L_s are read into shared memory once, all at a time (each thread would read each of them
 // up to 3 times otherwise, one after another); the O_s through L2, kMergeInFlight at a time. The
 // merge runs in the unit's last block, after every other block of the unit is done, so its time
-// is the kernel's tail: read one part after another (the SASS before this constant held two
-// reads in flight), S = 55 parts cost about 28 L2 latencies, some 10 us of a 70 us launch at
-// h = 8, m = 65536 (an estimate from the instruction count, not a measurement).
+// is the kernel's tail. With two reads in flight (the SASS before this constant), S = 55 parts
+// were about 28 L2 latencies, estimated at some 10 us of a 70 us launch at h = 8, m = 65536;
+// 16 in flight measured 1.01x there on an H100 (docs/at-scale.md): the round trips were not the
+// tail's cost. Kept: the same sums, the same bits.
 inline constexpr int kMergeInFlight = 16;
 
 template <class E, int kD, int R>

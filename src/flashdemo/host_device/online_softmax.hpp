@@ -179,8 +179,8 @@ FD_HOST_DEVICE T split_weight(T L_s, T L) {
 // multiply-add per term), O_s = O + s * ldo (d values), L_s = L[s * ldl]; returns L. The result
 // depends on the order of the parts only, never on who computed them. O and L: const T* or read
 // like one (merge_lse). kInFlight parts are read before any of them is added (the same sums in the
-// same order): the GPU's merge reads its parts from L2, and one read at a time would cost the
-// kernel's last block an L2 latency per part (decode.cuh).
+// same order): the GPU's merge reads its parts from L2, an L2 latency per round of reads in the
+// kernel's last block (decode.cuh: 16 a round, measured 1.01x two a round).
 template <int kInFlight = 1, class T, class InO, class InL>
 FD_HOST_DEVICE T merge_splits(InO O, index_t ldo, InL L, index_t ldl, index_t count, index_t d,
                               T* o) {
