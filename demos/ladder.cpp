@@ -250,6 +250,8 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::fwd_three_consumers, "fwd_three_consumers", Msg::step_fwd_three_consumers},
     {cuda::HopperStep::fwd_persistent, "fwd_persistent", Msg::step_fwd_persistent},
     {cuda::HopperStep::fwd_o_staged, "fwd_o_staged", Msg::step_fwd_o_staged},
+    {cuda::HopperStep::fwd_prefetch, "fwd_prefetch", Msg::step_fwd_prefetch},
+    {cuda::HopperStep::fwd_stages4, "fwd_stages4", Msg::step_fwd_stages4},
     {cuda::HopperStep::fwd_exp_fma8, "fwd_exp_fma8", Msg::step_fwd_exp_fma8},
     {cuda::HopperStep::fwd_exp_fma4, "fwd_exp_fma4", Msg::step_fwd_exp_fma4},
     {cuda::HopperStep::bwd_atomics, "bwd_atomics", Msg::step_bwd_atomics},

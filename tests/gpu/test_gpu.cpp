@@ -850,17 +850,27 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         for (int persistent : {0, 1})
           for (int consumers : {2, 3})
             for (int share : {8, 4}) settings.push_back({0, 0, persistent, consumers, 0, share});
+        // four K, V stages (the persistent grid) with either consumer count, and with the
+        // prefetch of the next item beside them
+        for (int consumers : {2, 3})
+          for (int prefetch : {0, 2}) settings.push_back({0, 0, 1, consumers, 0, 0, prefetch, 4});
       }
       // O staged and sent by TMA on both grids, with the overlap and without (the step itself
       // takes the rung's grid and overlap), at the problem's Br
       if (cuda::hopper_forward_room(c.d))
         for (int persistent : {0, 1})
           for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, -1, 1});
+      // The persistent grid's L2 prefetch of the next item (a hint: the same bits) with and
+      // without the overlap, and asking for more key tiles than the problem has
+      if (cuda::hopper_forward_room(c.d))
+        for (int overlap : {0, 1})
+          for (int tiles : {1, 9}) settings.push_back({0, overlap, 1, -1, -1, 0, tiles});
       for (const cuda::HopperFwdSteps& setting : settings) {
         INFO("n " << c.n << " d " << c.d << " causal " << causal << " ping_pong "
                   << setting.ping_pong << " overlap " << setting.overlap << " persistent "
                   << setting.persistent << " consumers " << setting.consumers << " stage_o "
-                  << setting.stage_o << " exp_fma " << setting.exp_fma);
+                  << setting.stage_o << " exp_fma " << setting.exp_fma << " prefetch "
+                  << setting.prefetch << " stages " << setting.stages);
         std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n));
         cuda::hopper_forward_steps<float>(
             {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none}, setting,
@@ -922,8 +932,8 @@ TEST_CASE("hopper's steps: the persistent backward passes the rule over several 
 // case (the rung's choice first; the backward's variants in bf16 only, each d its own).
 TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that runs") {
   using S = cuda::HopperStep;
-  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 7);
-  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 128, Precision::fp16).size() == 6);
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 8);
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 128, Precision::fp16).size() == 7);
   // d = 256: no persistent grid, no O staging (shared memory): the choice and the four overlaps
   CHECK(cuda::hopper_steps(cuda::Pass::fwd, 256, Precision::bf16).size() == 5);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==

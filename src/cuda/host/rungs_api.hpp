@@ -40,6 +40,8 @@ struct HopperFwdSteps {
   int consumers = -1;
   int stage_o = -1;
   int exp_fma = 0;
+  int prefetch = -1;
+  int stages = -1;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
@@ -93,6 +95,8 @@ enum class HopperStep {
   fwd_three_consumers,
   fwd_persistent,
   fwd_o_staged,
+  fwd_prefetch,
+  fwd_stages4,
   fwd_exp_fma8,
   fwd_exp_fma4,
   bwd_atomics,

@@ -124,11 +124,11 @@ template <class E, int kD, int kConsumers>
 struct ForwardLaunch {
   const DeviceProblem<E>& p;
   template <bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent, bool kStageO = false,
-            int kExpFma = 0>
+            int kExpFma = 0, int kStages = kHopperStages>
   void go(const HopperArgs<E>& a, dim3 grid) const {
     const auto kernel = hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent,
-                                              kConsumers, kStageO, kExpFma>;
-    using Smem = HopperSmem<kD, (kPersistent ? 2 : 1), 64 * kConsumers, kStageO>;
+                                              kConsumers, kStageO, kExpFma, kStages>;
+    using Smem = HopperSmem<kD, (kPersistent ? 2 : 1), 64 * kConsumers, kStageO, kStages>;
     constexpr std::size_t bytes = Smem::kBytes;
     allow_smem(kernel, bytes);
     kernel<<<grid, hopper_threads(kConsumers), bytes>>>(p.maps.Q, p.maps.K, p.maps.V, p.maps.O, a);
@@ -155,7 +155,10 @@ struct ForwardLaunch {
   }
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
   void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o,
-             int exp_fma = 0) const {
+             int exp_fma = 0, int stages = kHopperStages) const {
+    // four K, V stages: d = 64's loop (no overlap) on the persistent grid, bf16 (a step)
+    if constexpr (kD == 64 && std::is_same_v<E, __nv_bfloat16>)
+      if (stages == 4) return go<false, false, false, true, false, 0, 4>(a, grid);
     // 1 in 8 or 1 in 4 exps on the FMA pipe (launch_hopper_d refuses it beside other settings)
     if constexpr (kD == 64 && std::is_same_v<E, __nv_bfloat16>) {
       if (exp_fma == 8) return on_grid_exp_fma<8>(a, grid, persistent);
@@ -187,10 +190,20 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
   if (steps.consumers < 0) steps.consumers = int(p.tiling.Br / 64);  // (problem_tiles' Br)
   if (steps.stage_o < 0) steps.stage_o = Defaults::stage_o;
+  if (steps.prefetch < 0) steps.prefetch = Defaults::prefetch;
+  if (steps.stages < 0) steps.stages = kHopperStages;
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
     steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
+  if (steps.stages != kHopperStages &&
+      (steps.stages != 4 || kD != 64 || steps.overlap || steps.persistent != 1 || steps.ping_pong ||
+       steps.stage_o == 1 || steps.exp_fma != 0 || a.trace.computed ||
+       !std::is_same_v<E, __nv_bfloat16>))
+    throw CudaError(
+        "hopper's forward runs 4 K, V stages at d = 64 in bf16 only, on the persistent grid, "
+        "without the overlap, ping-pong, O staged, exps on the FMA pipe or the trace (a timed "
+        "step)");
   if (steps.stage_o == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's forward sends O by TMA only without ping-pong and the trace");
   if (steps.exp_fma != 0 && (kD != 64 || steps.ping_pong || steps.overlap || steps.stage_o == 1 ||
@@ -220,13 +233,14 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
       return computed_key_tiles(p.tiling, p.mask, it.i);  // item w: query tile i, J_i key tiles
     });
     grid = dim3(unsigned(blocks));
+    a.prefetch = steps.prefetch;  // (the ordinary grid's block does not know its successor)
   }
   if constexpr (kD == 64)
     if (three) {
       const ForwardLaunch<E, kD, 3> three_wg{p};
       if (a.trace.computed) return three_wg.traced(a, grid);
       return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o,
-                            steps.exp_fma);
+                            steps.exp_fma, steps.stages);
     }
   const ForwardLaunch<E, kD, 2> two{p};
   if (a.trace.computed)
@@ -236,7 +250,8 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   else if (steps.ping_pong)
     two.template go<true, false, false, false>(a, grid);
   else
-    two.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o, steps.exp_fma);
+    two.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o, steps.exp_fma,
+              steps.stages);
 }
 
 // The bulk-reduce backward of cut C and overlaps O with dQ staged in the swizzled boxes, with or

@@ -25,6 +25,11 @@
 // finish this item's last P V and write its O; the stages' phases count tiles across items.
 // With kOverlap too (d = 128), the consumers take the items as one stream of tiles: the next
 // item's S_0 is issued beside this item's last P V, and its softmax runs under it.
+// Two steps at the change of item (built 2026-12-05, not yet timed): with HopperArgs::prefetch
+// (fwd_prefetch), the producer sends the next item's Q_i and first K_j, V_j to L2
+// (cp.async.bulk.prefetch.tensor) kPrefetchLead tiles before its item's end, so that their
+// copies at the change read L2, not DRAM; with kKvStages = 4 (fwd_stages4, d = 64, where 6
+// stages would fit), it runs up to four tiles ahead, not two.
 // With kConsumers = 3 (the rung's at d = 64: HopperDefaults), three consumer warpgroups of 64 rows
 // each, Br = 192, 512 threads, registers 24 / 160 (below): each K_j, V_j loaded serves 192 query
 // rows, not 128 (1.16x at n = 16384 on the H200, docs/gpu-ladder.md); at d = 128, O alone takes 64
@@ -78,6 +83,9 @@ namespace fd::cuda {
 // 384 = 3 warpgroups of 128; Br = 128 = 2 consumer warpgroups x wgmma's m of 64 rows; Bc = 128, the
 // n of S's wgmma (m64n128k16), but 64 at d = 256 (hopper_bc).
 inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
+// The persistent forward's L2 prefetch of the next item (HopperArgs::prefetch): issued when the
+// producer reaches this many tiles before its item's end (it runs up to kHopperStages ahead).
+inline constexpr index_t kPrefetchLead = 3;
 // The key tile at head dim d, as the host has it (kernel_tiles): 128, but at d = 256 64 keys, so
 // that Q (64 KiB) and two stages of K_j, V_j (4 x 32 KiB) fit the 227 KiB a block may have (at
 // Bc = 128: 320 KiB), and the S of a consumer thread takes 32 registers beside O's 128
@@ -127,6 +135,7 @@ template <int kD>
 struct HopperDefaults {
   static constexpr bool ping_pong = false, overlap = kD >= 128, stage_o = false;
   static constexpr int consumers = kD == 64 ? 3 : 2;
+  static constexpr int prefetch = 0;  // the next item's key tiles sent to L2 (fwd_prefetch)
   static constexpr bool persistent(index_t key_tiles) {
     return kD == 128 || (kD == 64 && key_tiles <= 8);
   }
@@ -142,6 +151,7 @@ struct HopperArgs {
   float scale2;  // scale * log2(e)
   RungTrace trace;
   const int* schedule;  // the persistent grid's (block_schedule's layout), else null
+  int prefetch = 0;     // persistent grid: key tiles of the next item sent to L2 ahead (0: none)
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte.
@@ -161,17 +171,21 @@ struct HopperArgs {
 // multiple of 1024: the tiles after it stay swizzle-aligned).
 // O staged for its TMA store (kStageO) takes Br x d x 2 bytes more, after V (a multiple of 1024):
 // the most, d = 128 on the persistent grid, 197,728 + 32,768 = 230,496 bytes (<= 232,448).
-template <int kD, int kQBuffers = 1, int kBr = kHopperBr, bool kStageO = false>
+// kStages: the K, V stages (kHopperStages, the rung's; 4 at d = 64 as the step fwd_stages4).
+template <int kD, int kQBuffers = 1, int kBr = kHopperBr, bool kStageO = false,
+          int kStages = kHopperStages>
 struct HopperSmem {
   static constexpr int kTile = hopper_bc(kD) * kD * 2;                   // one K or V tile
   static constexpr int kQBarriers = kQBuffers == 1 ? 1 : 2 * kQBuffers;  // full_q (and empty_q)
   static constexpr int kQ = 0, kK = kQBuffers * kBr * kD * 2;
-  static constexpr int kV = kK + kHopperStages * kTile;
-  static constexpr int kO = kV + kHopperStages * kTile;  // O's staging: Br x d x 2 (kStageO)
+  static constexpr int kV = kK + kStages * kTile;
+  static constexpr int kO = kV + kStages * kTile;  // O's staging: Br x d x 2 (kStageO)
   static constexpr int kBarriers = kO + (kStageO ? kBr * kD * 2 : 0);
-  static constexpr int kBytes =
-      kBarriers + 8 * (kQBarriers + 4 * kHopperStages) + 1024;  // + alignment
+  static constexpr int kBytes = kBarriers + 8 * (kQBarriers + 4 * kStages) + 1024;  // + alignment
 };
+// Four stages at d = 64 on the persistent grid, three consumer warpgroups: 2 x 24,576 (Q) +
+// 8 x 16,384 + 8 x 20 + 1024 = 181,408 bytes.
+static_assert(HopperSmem<64, 2, 192, false, 4>::kBytes == 181408, "four stages at d = 64");
 static_assert(HopperSmem<128, 2>::kBytes <= int(kSmemOptIn), "two Q buffers at d = 128");
 static_assert(HopperSmem<128, 2, kHopperBr, true>::kBytes <= int(kSmemOptIn),
               "two Q buffers and O's staging at d = 128");
@@ -290,7 +304,7 @@ FD_HOST_DEVICE FwdItem forward_item(int w, int Tr, int heads, int blocks, bool c
 }
 
 template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false,
-          int kConsumers = 2, bool kStageO = false, int kExpFma = 0>
+          int kConsumers = 2, bool kStageO = false, int kExpFma = 0, int kKvStages = kHopperStages>
 __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
@@ -302,8 +316,8 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   static_assert(kConsumers == 2 || (kConsumers == 3 && kD == 64 && !kPingPong),
                 "three consumer warpgroups: d = 64, without ping-pong's turns");
   constexpr int kQBuffers = kPersistent ? 2 : 1;
-  constexpr int Br = 64 * kConsumers, Bc = hopper_bc(kD), kStages = kHopperStages;
-  using L = HopperSmem<kD, kQBuffers, Br, kStageO>;
+  constexpr int Br = 64 * kConsumers, Bc = hopper_bc(kD), kStages = kKvStages;
+  using L = HopperSmem<kD, kQBuffers, Br, kStageO, kStages>;
   static_assert(L::kBytes <= int(kSmemOptIn), "this instance's tiles past shared memory");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -351,6 +365,17 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     if (threadIdx.x != 0) return;
     hopper_ptx::prefetch_tensor_map(&tmQ), hopper_ptx::prefetch_tensor_map(&tmK);
     hopper_ptx::prefetch_tensor_map(&tmV);
+    auto prefetch_next = [&](int wn) {
+      if (wn < 0) return;
+      const FwdItem nx = item(wn);
+      for (int h = 0; h < kD / 64; ++h) {
+        hopper_ptx::tma_prefetch_l2_3d(&tmQ, h * 64, int(nx.i * Br), int(nx.head));
+        for (int j = 0; j < a.prefetch && j < int(a.tiling.Tc()); ++j) {
+          hopper_ptx::tma_prefetch_l2_3d(&tmK, h * 64, j * Bc, int(nx.head));
+          hopper_ptx::tma_prefetch_l2_3d(&tmV, h * 64, j * Bc, int(nx.head));
+        }
+      }
+    };
     index_t u = 0;  // K_j, V_j tiles loaded so far, over the items: stage u % kStages
     int t = 0;      // Q tiles loaded so far: buffer t % kQBuffers
     for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
@@ -377,7 +402,11 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
       //   j = 0, 1  stage j,     full parity 0; no empty wait (the stage has never been filled)
       //   j = 2, 3  stage j - 2, full parity 1; empty parity 0 (tiles 0, 1 released: phase 0)
       //   j = 4, 5  stage j - 4, full parity 0; empty parity 1 (tiles 2, 3 released: phase 1)
+      // The next item's Q_i and first key tiles to L2 (a.prefetch of them), kPrefetchLead tiles
+      // before this item's end: the copies that start it then read L2, not DRAM.
+      const index_t lead_at = J > kPrefetchLead ? J - kPrefetchLead : 0;
       for (index_t j = 0; j < J; ++j, ++u) {
+        if (kPersistent && a.prefetch > 0 && j == lead_at) prefetch_next(item_at(k + 1));
         const int s = int(u % kStages);
         const unsigned freed = unsigned((u / kStages - 1) & 1);  // tile u - 2's release
         if (u >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
