@@ -204,6 +204,11 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
         "hopper's forward runs 4 K, V stages at d = 64 in bf16 only, on the persistent grid, "
         "without the overlap, ping-pong, O staged, exps on the FMA pipe or the trace (a timed "
         "step)");
+  if (steps.prefetch > 0 &&
+      (steps.persistent != 1 || steps.stage_o == 1 || (steps.consumers == 3 && steps.overlap)))
+    throw CudaError(
+        "hopper's forward prefetches the next item on the persistent grid only, O from "
+        "registers, and with three consumer warpgroups only without the overlap (a timed step)");
   if (steps.stage_o == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's forward sends O by TMA only without ping-pong and the trace");
   if (steps.exp_fma != 0 && (kD != 64 || steps.ping_pong || steps.overlap || steps.stage_o == 1 ||

@@ -28,8 +28,9 @@
 // Two steps at the change of item (built 2026-12-05, not yet timed): with HopperArgs::prefetch
 // (fwd_prefetch), the producer sends the next item's Q_i and first K_j, V_j to L2
 // (cp.async.bulk.prefetch.tensor) kPrefetchLead tiles before its item's end, so that their
-// copies at the change read L2, not DRAM; with kKvStages = 4 (fwd_stages4, d = 64, where 6
-// stages would fit), it runs up to four tiles ahead, not two.
+// copies at the change read L2, not DRAM; with kKvStages = 4 (fwd_stages4, d = 64, where 5
+// stages would fit beside two Q buffers of 192 rows, 6 at 128), it runs up to four tiles ahead,
+// not two.
 // With kConsumers = 3 (the rung's at d = 64: HopperDefaults), three consumer warpgroups of 64 rows
 // each, Br = 192, 512 threads, registers 24 / 160 (below): each K_j, V_j loaded serves 192 query
 // rows, not 128 (1.16x at n = 16384 on the H200, docs/gpu-ladder.md); at d = 128, O alone takes 64
@@ -84,7 +85,7 @@ namespace fd::cuda {
 // n of S's wgmma (m64n128k16), but 64 at d = 256 (hopper_bc).
 inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
 // The persistent forward's L2 prefetch of the next item (HopperArgs::prefetch): issued when the
-// producer reaches this many tiles before its item's end (it runs up to kHopperStages ahead).
+// producer reaches this many tiles before its item's end (it runs up to kKvStages ahead).
 inline constexpr index_t kPrefetchLead = 3;
 // The key tile at head dim d, as the host has it (kernel_tiles): 128, but at d = 256 64 keys, so
 // that Q (64 KiB) and two stages of K_j, V_j (4 x 32 KiB) fit the 227 KiB a block may have (at
@@ -316,6 +317,10 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   static_assert(kConsumers == 2 || (kConsumers == 3 && kD == 64 && !kPingPong),
                 "three consumer warpgroups: d = 64, without ping-pong's turns");
   constexpr int kQBuffers = kPersistent ? 2 : 1;
+  // The prefetch of the next item (a.prefetch) is compiled where it costs no spill: the persistent
+  // grid, O from registers, and three consumer warpgroups only without the overlap (ptxas: its
+  // producer code raised those instances' spills, up to 8 bytes where there were none).
+  constexpr bool kPrefetch = kPersistent && !kStageO && (kConsumers == 2 || !kOverlap);
   constexpr int Br = 64 * kConsumers, Bc = hopper_bc(kD), kStages = kKvStages;
   using L = HopperSmem<kD, kQBuffers, Br, kStageO, kStages>;
   static_assert(L::kBytes <= int(kSmemOptIn), "this instance's tiles past shared memory");
@@ -406,9 +411,10 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
       // before this item's end: the copies that start it then read L2, not DRAM.
       const index_t lead_at = J > kPrefetchLead ? J - kPrefetchLead : 0;
       for (index_t j = 0; j < J; ++j, ++u) {
-        if (kPersistent && a.prefetch > 0 && j == lead_at) prefetch_next(item_at(k + 1));
+        if constexpr (kPrefetch)
+          if (a.prefetch > 0 && j == lead_at) prefetch_next(item_at(k + 1));
         const int s = int(u % kStages);
-        const unsigned freed = unsigned((u / kStages - 1) & 1);  // tile u - 2's release
+        const unsigned freed = unsigned((u / kStages - 1) & 1);  // tile u - kStages's release
         if (u >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
         // As Q's: Bc x d x 2 bytes in d / 64 boxes; stage s at s x Bc x d elements, half h at
         // h x Bc x 64 more. The box's y is the tile's first key j x Bc, z the head.
