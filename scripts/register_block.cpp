@@ -6,7 +6,8 @@
 // for the block the build uses (6 x 4 on AVX-512) and the others of 24 or 28 accumulators whose
 // width divides the tiles' N (64, 128, 256): 7 x 4, 12 x 2, 14 x 2. Rows are cut to a multiple of
 // R. AVX-512 only (NB vectors of 16 floats).
-// Compare with one thread's FMA peak (fma_peak.cpp). docs/performance.md has a run.
+// B row-major (ldb = N), or for S in panels of the block's width (the fast path's K^T packs since
+// session 25). Compare with one thread's FMA peak (fma_peak.cpp). docs/performance.md has a run.
 // Build: g++ -O3 -march=x86-64-v4 -Isrc scripts/register_block.cpp -o register_block
 #include <algorithm>
 #include <chrono>
@@ -23,7 +24,8 @@ using fd::fast::Strides;
 struct Shape {
   const char* name;
   index_t rows, N, K;
-  bool transposed_A;  // A = P^T: a_row 1, a_inner rows
+  bool transposed_A;    // A = P^T: a_row 1, a_inner rows
+  bool panels = false;  // B in panels of the block's width (the K^T packs' layout), not row-major
 };
 
 template <int R, int NB>
@@ -33,14 +35,16 @@ void time_block(const Shape& s) {
   if (s.N % cols) return;
   std::vector<float> A(std::size_t(rows * s.K), 0.5f), B(std::size_t(s.K * s.N), 0.25f),
       C(std::size_t(rows * s.N));
-  const Strides st = s.transposed_A ? Strides{1, rows, s.N, s.N} : Strides{s.K, 1, s.N, s.N};
+  Strides st = s.transposed_A ? Strides{1, rows, s.N, s.N} : Strides{s.K, 1, s.N, s.N};
+  if (s.panels) st.ldb = cols;  // column block c0 at B + c0 K (its K rows of `cols` entries)
   double best = 1e30;
   for (int round = 0; round < 7; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int rep = 0; rep < 2000; ++rep)
       for (index_t c0 = 0; c0 < s.N; c0 += cols)
         for (index_t r0 = 0; r0 < rows; r0 += R)
-          fd::fast::product_block<float, R, NB>(s.K, A.data() + r0 * st.a_row, B.data() + c0,
+          fd::fast::product_block<float, R, NB>(s.K, A.data() + r0 * st.a_row,
+                                                s.panels ? B.data() + c0 * s.K : B.data() + c0,
                                                 C.data() + r0 * s.N + c0, st, rep & 1);
     const std::chrono::duration<double> t = std::chrono::steady_clock::now() - t0;
     best = std::min(best, t.count());
@@ -52,7 +56,9 @@ void time_block(const Shape& s) {
 template <int R, int NB>
 void time_all() {
   const Shape shapes[] = {{"S = Q K^T, d 64", 120, 256, 64, false},
+                          {"S = Q K^T, d 64, K^T in panels", 120, 256, 64, false, true},
                           {"S = Q K^T, d 128", 120, 256, 128, false},
+                          {"S = Q K^T, d 128, K^T in panels", 120, 256, 128, false, true},
                           {"O += P V, d 64", 120, 64, 256, false},
                           {"O += P V, d 128", 120, 128, 256, false},
                           {"dV += P^T dO, d 128", 120, 128, 128, true}};

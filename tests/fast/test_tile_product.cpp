@@ -1,9 +1,11 @@
 // test_tile_product.cpp — the register-blocked product against a double triple loop, in the
 // build of every x86-64 level this CPU runs (through its kernels' table, kernels.hpp): every edge
-// block (rows and vectors short of a full block), both strides of A (A and A^T), C = and +=.
+// block (rows and vectors short of a full block), both strides of A (A and A^T), C = and +=; and B
+// in panels of the block's width (the K^T packs' layout) giving the row-major B's bits.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "flashdemo/fast/levels.hpp"
@@ -31,9 +33,21 @@ void check_products(const fast::Kernels& kernels) {
             for (index_t r = 0; r < rows; ++r)
               for (index_t k = 0; k < K; ++k)
                 At[std::size_t(k * rows + r)] = A[std::size_t(r * K + k)];
+            std::vector<T> Cp = C;  // the same product from B in panels, below
             kernels.of<T>().product(rows, N, K, transposed ? At.data() : A.data(),
-                                    transposed ? 1 : K, transposed ? rows : 1, B.data(), N,
+                                    transposed ? 1 : K, transposed ? rows : 1, B.data(), N, 0,
                                     C.data(), N, accumulate);
+            // B in panels of P columns, K x P each (the last one part filled): column x, row k
+            // at (x / P) K P + k P + x % P
+            const index_t P = kernels.block_vectors * W;
+            std::vector<T> Bp(std::size_t((N + P - 1) / P * K * P), T(0));
+            for (index_t k = 0; k < K; ++k)
+              for (index_t x = 0; x < N; ++x)
+                Bp[std::size_t(x / P * K * P + k * P + x % P)] = B[std::size_t(k * N + x)];
+            kernels.of<T>().product(rows, N, K, transposed ? At.data() : A.data(),
+                                    transposed ? 1 : K, transposed ? rows : 1, Bp.data(), P, K * P,
+                                    Cp.data(), N, accumulate);
+            CHECK(std::memcmp(Cp.data(), C.data(), C.size() * sizeof(T)) == 0);
             double worst = 0;
             for (index_t r = 0; r < rows; ++r)
               for (index_t x = 0; x < N; ++x) {

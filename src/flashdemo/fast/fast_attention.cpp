@@ -203,16 +203,26 @@ struct Buffer {
 };
 
 // One head's operands laid out for tile_product, once per head:
-//   Kt (or Vt): per key tile j, K_j^T as d x Bc' (Bc' = Bc padded to whole vectors, zeros past m)
+//   Kt (or Vt): per key tile j, K_j^T (d x Bc', Bc' = Bc padded to whole vectors, zeros past m)
+//       in panels of P = kPanelColumns keys (tile_product.hpp), each d x P row-major: key c,
+//       dimension x at (c / P) d P + x P + c % P. A panel is the product's column block, its
+//       d rows one run of memory.
 //   Xp: rows x d' copies of Q, K, V or dO with d' = d padded to whole vectors (zero columns);
 //       no copy when d is whole vectors already (d = 64, 128).
 template <class T>
 struct Packed {
+  static constexpr index_t P = kPanelColumns<T>;
   index_t d, dp, bcp;  // d, d', Bc'
   Buffer<T> data;
   const T* base = nullptr;  // data, or the array itself when its rows are whole vectors already
-  const T* tile(index_t j) const { return base + j * d * bcp; }  // for Kt, Vt
-  const T* rows(index_t r) const { return base + r * dp; }       // for Xp
+  index_t panel() const { return d * P; }  // Kt, Vt: one panel's entries
+  index_t tile_size() const { return ceil_div(bcp, P) * panel(); }
+  const T* tile(index_t j) const { return base + j * tile_size(); }  // for Kt, Vt
+  const T* rows(index_t r) const { return base + r * dp; }           // for Xp
+  // tile_product's strides for B = this tile (Kt, Vt) against A (a_row, a_inner) and C (ldc)
+  Strides b_of(index_t a_row, index_t a_inner, index_t ldc) const {
+    return {a_row, a_inner, P, ldc, panel()};
+  }
 };
 
 // Both packs are called by every thread of a parallel region (or outside one): one thread sizes
@@ -222,23 +232,29 @@ void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
 #pragma omp single
   {
     out.d = d, out.dp = padded<T>(d), out.bcp = padded<T>(t.Bc);
-    out.base = out.data.ensure(t.Tc() * d * out.bcp);
+    out.base = out.data.ensure(t.Tc() * out.tile_size());
   }
+  constexpr index_t P = Packed<T>::P;
 #pragma omp for schedule(static)
   for (index_t j = 0; j < t.Tc(); ++j) {
     const Range cols = t.cols(j);
-    T* tile = out.data + j * d * out.bcp;
+    T* tile = out.data + j * out.tile_size();
     // In strips of kStrip dimensions: a key's strip is one cache line read, and the strip's
-    // kStrip rows of the tile stay in L1 while every key writes its column (key by key over all
+    // kStrip rows of the panel stay in L1 while every key writes its column (key by key over all
     // d dimensions, each write touched another line: 7 % of a one-thread forward at d = 128).
     constexpr index_t kStrip = 64 / index_t(sizeof(T));
     for (index_t x0 = 0; x0 < d; x0 += kStrip) {
       const index_t x1 = std::min(d, x0 + kStrip);
-      for (index_t c = 0; c < cols.size(); ++c)
-        for (index_t x = x0; x < x1; ++x) tile[x * out.bcp + c] = X[(cols.begin + c) * d + x];
+      for (index_t c = 0; c < cols.size(); ++c) {
+        T* column = tile + c / P * out.panel() + c % P;
+        for (index_t x = x0; x < x1; ++x) column[x * P] = X[(cols.begin + c) * d + x];
+      }
     }
-    for (index_t x = 0; x < d; ++x)  // zeros past the tile's last key
-      std::fill(tile + x * out.bcp + cols.size(), tile + (x + 1) * out.bcp, T(0));
+    // zeros past the tile's last key, to Bc' (a product reads no column past it)
+    for (index_t c = cols.size(); c < out.bcp; ++c) {
+      T* column = tile + c / P * out.panel() + c % P;
+      for (index_t x = 0; x < d; ++x) column[x * P] = T(0);
+    }
   }
 }
 
@@ -302,7 +318,7 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
     // product still takes the 0 x V terms of keys up to `seen` that it does not see itself.
     const index_t seen = visible_in(mask, kind, rows.end - 1, cols), bcv = padded<T>(seen);
     tile_product(br, bcv, d, Q + rows.begin * d, Kt.tile(j), S.data(),  // S = Q_i K_j^T
-                 Strides{d, 1, bcp, bcp}, false);
+                 Kt.b_of(d, 1, bcp), false);
     for (index_t r = 0; r < br; ++r) {
       T alpha;
       const index_t keep = visible_in(mask, kind, rows.begin + r, cols);
@@ -510,9 +526,9 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
     const index_t br = rows.size(), bcv = padded<T>(bc);
     // S formed exactly as the forward formed it, so that exp(S - L) matches the saved L.
     tile_product(br, bcv, d, Q + rows.begin * d, pk.Kt.tile(j), w.P.data(),  // S = Q_i K_j^T
-                 Strides{d, 1, bcp, bcp}, false);
+                 pk.Kt.b_of(d, 1, bcp), false);
     tile_product(br, bcv, d, dO + rows.begin * d, pk.Vt.tile(j), w.dP.data(),  // dP = dO_i V_j^T
-                 Strides{d, 1, bcp, bcp}, false);
+                 pk.Vt.b_of(d, 1, bcp), false);
     for (index_t r = 0; r < br; ++r)  // P = exp(S - L), and dS = P (dP - D) in dP's place
       p_and_ds_row(&w.P[r * bcp], &w.dP[r * bcp], visible_in(mask, kind, rows.begin + r, cols), bc,
                    scale, L[rows.begin + r], L_lo ? L_lo[rows.begin + r] : T(0), D[rows.begin + r]);
@@ -727,8 +743,8 @@ void exp_floats(const float* x, float* out, index_t count) {
 
 template <class T>
 void product(index_t rows, index_t N, index_t K, const T* A, index_t a_row, index_t a_inner,
-             const T* B, index_t ldb, T* C, index_t ldc, bool accumulate) {
-  tile_product<T>(rows, N, K, A, B, C, Strides{a_row, a_inner, ldb, ldc}, accumulate);
+             const T* B, index_t ldb, index_t b_panel, T* C, index_t ldc, bool accumulate) {
+  tile_product<T>(rows, N, K, A, B, C, Strides{a_row, a_inner, ldb, ldc, b_panel}, accumulate);
 }
 
 }  // namespace

@@ -22,9 +22,10 @@ struct KernelsOf {
                    T* dV, T* D);
   void (*gemm)(index_t rows, index_t inner, index_t cols, const T* A, const T* B, T* C,
                index_t threads);
-  // tile_product.hpp's C = A B (or +=), A(r, k) = A[r a_row + k a_inner], for its tests
+  // tile_product.hpp's C = A B (or +=), A(r, k) = A[r a_row + k a_inner], B row-major (b_panel
+  // 0) or in panels of block_vectors vectors b_panel entries apart, for its tests
   void (*product)(index_t rows, index_t N, index_t K, const T* A, index_t a_row, index_t a_inner,
-                  const T* B, index_t ldb, T* C, index_t ldc, bool accumulate);
+                  const T* B, index_t ldb, index_t b_panel, T* C, index_t ldc, bool accumulate);
 };
 
 struct Kernels {

@@ -8,7 +8,11 @@
 // The micro-kernel keeps an R x (NB W) block of C in registers while k runs over K:
 //   for k: b_c = B(k, c W .. c W + W)  (NB vector loads);  for r: C_rc += A(r, k) b_c  (FMA)
 // R x NB = 6 x 4 vectors on AVX-512 (24 of its 32 registers), 6 x 2 on AVX2 and SSE (12 of 16).
-// No packing: B's rows are vector loads, A's entries broadcasts. C is written once per product.
+// B's rows are vector loads, A's entries broadcasts. C is written once per product. B is row-major
+// (ldb apart), or in panels of the block's width (b_panel: K^T's packs, fast_attention.cpp):
+// column block c at B + (c / (NB W)) b_panel, its rows ldb = NB W apart, so that a block's K rows
+// are one run of memory. A row-major B of 256 columns puts those rows 1 KiB apart, on a quarter
+// of a 48 KiB 12-way L1's sets, and the block's 16 KiB of B then misses L1 as it is reread.
 #pragma once
 
 #include <array>
@@ -49,6 +53,7 @@ constexpr index_t padded(index_t n) {
 
 struct Strides {
   index_t a_row, a_inner, ldb, ldc;
+  index_t b_panel = 0;  // entries from one panel of B to the next; 0: B row-major
 };
 
 // One R x (NB W) block of C over the whole K.
@@ -90,6 +95,10 @@ constexpr auto block_table(std::index_sequence<RC...>) {
 }
 }  // namespace detail
 
+// The columns of one panel of B: the register block's width.
+template <class T>
+constexpr index_t kPanelColumns = kBlockVectors* Simd<T>::W;
+
 // C (rows x N) = A B, or += with `accumulate`; N a multiple of Simd<T>::W.
 template <class T>
 void tile_product(index_t rows, index_t N, index_t K, const T* A, const T* B, T* C, Strides s,
@@ -101,8 +110,9 @@ void tile_product(index_t rows, index_t N, index_t K, const T* A, const T* B, T*
     const index_t nb = (N - c0 < cols ? N - c0 : cols) / W;
     for (index_t r0 = 0; r0 < rows; r0 += kBlockRows) {
       const index_t nr = rows - r0 < kBlockRows ? rows - r0 : kBlockRows;
-      table[std::size_t((nr - 1) * kBlockVectors + nb - 1)](K, A + r0 * s.a_row, B + c0,
-                                                            C + r0 * s.ldc + c0, s, accumulate);
+      table[std::size_t((nr - 1) * kBlockVectors + nb - 1)](
+          K, A + r0 * s.a_row, s.b_panel ? B + c0 / cols * s.b_panel : B + c0, C + r0 * s.ldc + c0,
+          s, accumulate);
     }
   }
 }
