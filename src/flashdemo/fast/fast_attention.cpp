@@ -207,21 +207,30 @@ struct Buffer {
 //       in panels of P = kPanelColumns keys (tile_product.hpp), each d x P row-major: key c,
 //       dimension x at (c / P) d P + x P + c % P. A panel is the product's column block, its
 //       d rows one run of memory.
-//   Xp: rows x d' copies of Q, K, V or dO with d' = d padded to whole vectors (zero columns);
-//       no copy when d is whole vectors already (d = 64, 128).
+//   Xp: Q, K, V or dO with d' = d padded to whole vectors (zero columns): in panels of P
+//       columns where d' is two or more whole panels, each rows x P: row r, column x at
+//       (x / P) rows P + r P + x % P (d = 128 on AVX-512: a row of 512 bytes put a column
+//       block's rows on half of L1's sets); else rows x d' row-major, no copy when d = d'
+//       (d = 64 on AVX-512; d = 80 stays row-major: a part-filled panel read 16 of its 64).
 template <class T>
 struct Packed {
   static constexpr index_t P = kPanelColumns<T>;
   index_t d, dp, bcp;  // d, d', Bc'
+  index_t count = 0;   // Xp: its rows
   Buffer<T> data;
   const T* base = nullptr;  // data, or the array itself when its rows are whole vectors already
-  index_t panel() const { return d * P; }  // Kt, Vt: one panel's entries
+  index_t panel() const { return (bcp ? d : count) * P; }  // one panel's entries
   index_t tile_size() const { return ceil_div(bcp, P) * panel(); }
-  const T* tile(index_t j) const { return base + j * tile_size(); }  // for Kt, Vt
-  const T* rows(index_t r) const { return base + r * dp; }           // for Xp
+  const T* tile(index_t j) const { return base + j * tile_size(); }          // for Kt, Vt
+  bool panels() const { return dp > P && dp % P == 0; }                      // Xp in whole panels
+  const T* rows(index_t r) const { return base + r * (panels() ? P : dp); }  // for Xp
   // tile_product's strides for B = this tile (Kt, Vt) against A (a_row, a_inner) and C (ldc)
   Strides b_of(index_t a_row, index_t a_inner, index_t ldc) const {
     return {a_row, a_inner, P, ldc, panel()};
+  }
+  // the same for B = rows of Xp (from rows(r))
+  Strides b_rows(index_t a_row, index_t a_inner, index_t ldc) const {
+    return panels() ? Strides{a_row, a_inner, P, ldc, panel()} : Strides{a_row, a_inner, dp, ldc};
   }
 };
 
@@ -260,17 +269,28 @@ void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
 
 template <class T>
 void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
+  constexpr index_t P = Packed<T>::P;
 #pragma omp single
   {
-    out.d = d, out.dp = padded<T>(d), out.bcp = 0;
-    out.base = d == out.dp ? X : out.data.ensure(rows * out.dp);  // d = 64, 128: no copy
+    out.d = d, out.dp = padded<T>(d), out.bcp = 0, out.count = rows;
+    const bool copy = d != out.dp || out.panels();
+    out.base = copy ? out.data.ensure(rows * ceil_div(out.dp, P) * P) : X;
   }
-  if (d == out.dp) return;
+  if (d == out.dp && !out.panels()) return;  // X itself
 #pragma omp for schedule(static)
   for (index_t r = 0; r < rows; ++r) {
-    T* row = out.data + r * out.dp;
-    std::copy(X + r * d, X + (r + 1) * d, row);
-    std::fill(row + d, row + out.dp, T(0));
+    if (!out.panels()) {
+      T* row = out.data + r * out.dp;
+      std::copy(X + r * d, X + (r + 1) * d, row);
+      std::fill(row + d, row + out.dp, T(0));
+      continue;
+    }
+    for (index_t x0 = 0; x0 < out.dp; x0 += P) {  // the row's part in each panel
+      T* part = out.data + x0 / P * out.panel() + r * P;
+      const index_t x1 = std::min(d, x0 + P), filled = std::max<index_t>(0, x1 - x0);
+      std::copy(X + r * d + x0, X + r * d + x0 + filled, part);
+      std::fill(part + filled, part + std::min(P, out.dp - x0), T(0));
+    }
   }
 }
 
@@ -333,7 +353,7 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
         Row<T>(&Oi[r * dp], dp) *= alpha;
     }
     tile_product(br, dp, seen, S.data(), Vp.rows(cols.begin), Oi.data(),  // O_i += P V_j
-                 Strides{bcp, 1, dp, dp}, true);
+                 Vp.b_rows(bcp, 1, dp), true);
   }
   for (index_t r = 0; r < br; ++r) {
     const double inv = l[r] > 0 ? 1.0 / l[r] : 0.0;  // O = O_i / l, rounded once
@@ -534,11 +554,11 @@ void backward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const
                    scale, L[rows.begin + r], L_lo ? L_lo[rows.begin + r] : T(0), D[rows.begin + r]);
     const T* dS = w.dP.data();
     tile_product(bc, dp, br, w.P.data(), pk.dOp.rows(rows.begin), dVj,  // dV += P^T dO
-                 Strides{1, bcp, dp, dp}, !first);
+                 pk.dOp.b_rows(1, bcp, dp), !first);
     tile_product(bc, dp, br, dS, pk.Qp.rows(rows.begin), dKj,  // dK += dS^T Q
-                 Strides{1, bcp, dp, dp}, !first);
+                 pk.Qp.b_rows(1, bcp, dp), !first);
     tile_product(br, dp, bc, dS, pk.Kp.rows(cols.begin), w.dQi.data(),  // dQ_i = dS K_j
-                 Strides{bcp, 1, dp, dp}, false);
+                 pk.Kp.b_rows(bcp, 1, dp), false);
     for (index_t r = 0; r < br; ++r)  // dQ += dS K, summed across key tiles in double
       for (index_t x = 0; x < d; ++x) dQ[(rows.begin + r) * d + x] += double(w.dQi[r * dp + x]);
     first = false;
