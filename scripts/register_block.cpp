@@ -6,8 +6,9 @@
 // for the block the build uses (6 x 4 on AVX-512) and the others of 24 or 28 accumulators whose
 // width divides the tiles' N (64, 128, 256): 7 x 4, 12 x 2, 14 x 2. Rows are cut to a multiple of
 // R. AVX-512 only (NB vectors of 16 floats).
-// B row-major (ldb = N), or for S in panels of the block's width (the fast path's K^T packs since
-// session 25). Compare with one thread's FMA peak (fma_peak.cpp). docs/performance.md has a run.
+// B row-major (ldb = N), or in panels of the block's width (the fast path's packs since session
+// 25: K^T, and V, dO where d' is whole panels). Compare with one thread's FMA peak (fma_peak.cpp).
+// docs/performance.md has a run.
 // Build: g++ -O3 -march=x86-64-v4 -Isrc scripts/register_block.cpp -o register_block
 #include <algorithm>
 #include <chrono>
@@ -61,7 +62,9 @@ void time_all() {
                           {"S = Q K^T, d 128, K^T in panels", 120, 256, 128, false, true},
                           {"O += P V, d 64", 120, 64, 256, false},
                           {"O += P V, d 128", 120, 128, 256, false},
-                          {"dV += P^T dO, d 128", 120, 128, 128, true}};
+                          {"O += P V, d 128, V in panels", 120, 128, 256, false, true},
+                          {"dV += P^T dO, d 128", 120, 128, 128, true},
+                          {"dV += P^T dO, d 128, dO in panels", 120, 128, 128, true, true}};
   for (const Shape& s : shapes) time_block<R, NB>(s);
 }
 

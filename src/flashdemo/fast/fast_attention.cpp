@@ -208,17 +208,20 @@ struct Buffer {
 //       dimension x at (c / P) d P + x P + c % P. A panel is the product's column block, its
 //       d rows one run of memory.
 //   Xp: Q, K, V or dO with d' = d padded to whole vectors (zero columns): in panels of P
-//       columns where d' is two or more whole panels, each rows x P: row r, column x at
-//       (x / P) rows P + r P + x % P (d = 128 on AVX-512: a row of 512 bytes put a column
-//       block's rows on half of L1's sets); else rows x d' row-major, no copy when d = d'
-//       (d = 64 on AVX-512; d = 80 stays row-major: a part-filled panel read 16 of its 64).
+//       columns where d' is two or more whole panels (d' > P, P | d'), each rows x P: row r,
+//       column x at (x / P) rows P + r P + x % P (floats on AVX-512, P = 64: d = 128, where a
+//       row of 512 bytes put a column block's rows on half of L1's sets); else rows x d'
+//       row-major, the caller's array itself when d = d' (floats on AVX-512: d = 64; d = 80
+//       stays row-major, since a part-filled panel read 16 of its 64). P is the level's and
+//       the type's: 32 doubles on AVX-512, 16 floats on AVX2 and SSE, so d = 64 is copied
+//       into panels there.
 template <class T>
 struct Packed {
   static constexpr index_t P = kPanelColumns<T>;
   index_t d, dp, bcp;  // d, d', Bc'
   index_t count = 0;   // Xp: its rows
   Buffer<T> data;
-  const T* base = nullptr;  // data, or the array itself when its rows are whole vectors already
+  const T* base = nullptr;  // data, or (Xp) the caller's array where it is row-major already
   index_t panel() const { return (bcp ? d : count) * P; }  // one panel's entries
   index_t tile_size() const { return ceil_div(bcp, P) * panel(); }
   const T* tile(index_t j) const { return base + j * tile_size(); }          // for Kt, Vt
@@ -274,7 +277,7 @@ void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
   {
     out.d = d, out.dp = padded<T>(d), out.bcp = 0, out.count = rows;
     const bool copy = d != out.dp || out.panels();
-    out.base = copy ? out.data.ensure(rows * ceil_div(out.dp, P) * P) : X;
+    out.base = copy ? out.data.ensure(rows * out.dp) : X;  // (whole panels: the same size)
   }
   if (d == out.dp && !out.panels()) return;  // X itself
 #pragma omp for schedule(static)

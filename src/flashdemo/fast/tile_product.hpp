@@ -2,14 +2,16 @@
 //   C = A B   or   C += A B,   A: rows x K, B: K x N, C: rows x N
 // A is read one scalar at a time through two strides, A(r, k) = A[r * a_row + k * a_inner], so
 // the same kernel forms S = Q_i K_j^T (A = Q_i, B = K_j^T packed), O_i += P V_j (A = P) and
-// dV_j += P^T dO_i (A = P^T: a_row = 1, a_inner = the row stride of P). B and C are row-major,
-// N a multiple of the vector width W (the caller pads B and C with zero columns).
+// dV_j += P^T dO_i (A = P^T: a_row = 1, a_inner = the row stride of P). C is row-major, B
+// row-major or in panels (below), N a multiple of the vector width W (the caller pads B and C
+// with zero columns).
 //
 // The micro-kernel keeps an R x (NB W) block of C in registers while k runs over K:
 //   for k: b_c = B(k, c W .. c W + W)  (NB vector loads);  for r: C_rc += A(r, k) b_c  (FMA)
 // R x NB = 6 x 4 vectors on AVX-512 (24 of its 32 registers), 6 x 2 on AVX2 and SSE (12 of 16).
 // B's rows are vector loads, A's entries broadcasts. C is written once per product. B is row-major
-// (ldb apart), or in panels of the block's width (b_panel: K^T's packs, fast_attention.cpp):
+// (ldb apart), or in panels of the block's width (b_panel: the packs of K^T, V^T and, where d'
+// is whole panels, of Q, K, V, dO's rows: fast_attention.cpp):
 // column block c at B + (c / (NB W)) b_panel, its rows ldb = NB W apart, so that a block's K rows
 // are one run of memory. A row-major B of 256 columns puts those rows 1 KiB apart, on a quarter
 // of a 48 KiB 12-way L1's sets, and the block's 16 KiB of B then misses L1 as it is reread.
