@@ -32,9 +32,9 @@ const FastCase kFastCases[] = {
     {1, 1, 300, 260, 16, 128, 256},
     {2, 5, 9, 11, 8, 16, 16},  // one tile a head: heads taken 4 at
                                // a time
-    // rows of d' = 128 and 192 in panels of the block's width (2 and 3 on AVX-512 floats; more
-    // at the other levels and in doubles), a key tile of 100 keys (its K^T panels part filled),
-    // and d = 80 (on AVX-512 floats rows kept row-major, in 5 panels of 16 on AVX2)
+    // rows of d' = 128 and 192 in panels of the block's width (2 and 3 on AVX-512 floats, 4 and
+    // 6 in doubles; row-major at the other levels), a key tile of 100 keys (its K^T panels part
+    // filled), and d = 80 (rows kept row-major)
     {1, 2, 150, 170, 128, 32, 64},
     {1, 1, 70, 90, 192, 16, 100},
     {1, 1, 70, 90, 80, 16, 64}};
