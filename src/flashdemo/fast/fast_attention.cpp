@@ -218,11 +218,11 @@ struct Buffer {
 template <class T>
 struct Packed {
   static constexpr index_t P = kPanelColumns<T>;
-  index_t d, dp, bcp;  // d, d', Bc'
-  index_t count = 0;   // Xp: its rows
+  index_t d, dp, bcp;      // d, d', Bc'
+  index_t panel_size = 0;  // entries from one panel to the next (d P for Kt, Vt; rows P for Xp)
   Buffer<T> data;
   const T* base = nullptr;  // data, or (Xp) the caller's array where it is row-major already
-  index_t panel() const { return (bcp ? d : count) * P; }  // one panel's entries
+  index_t panel() const { return panel_size; }
   index_t tile_size() const { return ceil_div(bcp, P) * panel(); }
   const T* tile(index_t j) const { return base + j * tile_size(); }  // for Kt, Vt
   // Xp in whole panels, where a panel's row is 4 cache lines or more (AVX-512)
@@ -242,12 +242,12 @@ struct Packed {
 // the buffer, then the threads share the copying.
 template <class T>
 void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
+  constexpr index_t P = Packed<T>::P;
 #pragma omp single
   {
-    out.d = d, out.dp = padded<T>(d), out.bcp = padded<T>(t.Bc);
+    out.d = d, out.dp = padded<T>(d), out.bcp = padded<T>(t.Bc), out.panel_size = d * P;
     out.base = out.data.ensure(t.Tc() * out.tile_size());
   }
-  constexpr index_t P = Packed<T>::P;
 #pragma omp for schedule(static)
   for (index_t j = 0; j < t.Tc(); ++j) {
     const Range cols = t.cols(j);
@@ -276,7 +276,7 @@ void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
   constexpr index_t P = Packed<T>::P;
 #pragma omp single
   {
-    out.d = d, out.dp = padded<T>(d), out.bcp = 0, out.count = rows;
+    out.d = d, out.dp = padded<T>(d), out.bcp = 0, out.panel_size = rows * P;
     const bool copy = d != out.dp || out.panels();
     out.base = copy ? out.data.ensure(rows * out.dp) : X;  // (whole panels: the same size)
   }
@@ -291,9 +291,9 @@ void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
     }
     for (index_t x0 = 0; x0 < out.dp; x0 += P) {  // the row's part in each panel
       T* part = out.data + x0 / P * out.panel() + r * P;
-      const index_t x1 = std::min(d, x0 + P), filled = std::max<index_t>(0, x1 - x0);
+      const index_t filled = std::min(d, x0 + P) - x0;  // > 0: d' - d is less than a vector
       std::copy(X + r * d + x0, X + r * d + x0 + filled, part);
-      std::fill(part + filled, part + std::min(P, out.dp - x0), T(0));
+      std::fill(part + filled, part + P, T(0));
     }
   }
 }
