@@ -222,19 +222,19 @@ struct Packed {
   index_t panel_size = 0;  // entries from one panel to the next (d P for Kt, Vt; rows P for Xp)
   Buffer<T> data;
   const T* base = nullptr;  // data, or (Xp) the caller's array where it is row-major already
-  index_t panel() const { return panel_size; }
-  index_t tile_size() const { return ceil_div(bcp, P) * panel(); }
+  index_t tile_size() const { return ceil_div(bcp, P) * panel_size; }
   const T* tile(index_t j) const { return base + j * tile_size(); }  // for Kt, Vt
   // Xp in whole panels, where a panel's row is 4 cache lines or more (AVX-512)
   bool panels() const { return dp > P && dp % P == 0 && P * index_t(sizeof(T)) >= 256; }
   const T* rows(index_t r) const { return base + r * (panels() ? P : dp); }  // for Xp
   // tile_product's strides for B = this tile (Kt, Vt) against A (a_row, a_inner) and C (ldc)
   Strides b_of(index_t a_row, index_t a_inner, index_t ldc) const {
-    return {a_row, a_inner, P, ldc, panel()};
+    return {a_row, a_inner, P, ldc, panel_size};
   }
   // the same for B = rows of Xp (from rows(r))
   Strides b_rows(index_t a_row, index_t a_inner, index_t ldc) const {
-    return panels() ? Strides{a_row, a_inner, P, ldc, panel()} : Strides{a_row, a_inner, dp, ldc};
+    return panels() ? Strides{a_row, a_inner, P, ldc, panel_size}
+                    : Strides{a_row, a_inner, dp, ldc};
   }
 };
 
@@ -259,13 +259,13 @@ void pack_transposed(const T* X, const Tiling& t, index_t d, Packed<T>& out) {
     for (index_t x0 = 0; x0 < d; x0 += kStrip) {
       const index_t x1 = std::min(d, x0 + kStrip);
       for (index_t c = 0; c < cols.size(); ++c) {
-        T* column = tile + c / P * out.panel() + c % P;
+        T* column = tile + c / P * out.panel_size + c % P;
         for (index_t x = x0; x < x1; ++x) column[x * P] = X[(cols.begin + c) * d + x];
       }
     }
     // zeros past the tile's last key, to Bc' (a product reads no column past it)
     for (index_t c = cols.size(); c < out.bcp; ++c) {
-      T* column = tile + c / P * out.panel() + c % P;
+      T* column = tile + c / P * out.panel_size + c % P;
       for (index_t x = 0; x < d; ++x) column[x * P] = T(0);
     }
   }
@@ -290,7 +290,7 @@ void pack_rows(const T* X, index_t rows, index_t d, Packed<T>& out) {
       continue;
     }
     for (index_t x0 = 0; x0 < out.dp; x0 += P) {  // the row's part in each panel
-      T* part = out.data + x0 / P * out.panel() + r * P;
+      T* part = out.data + x0 / P * out.panel_size + r * P;
       const index_t filled = std::min(d, x0 + P) - x0;  // > 0: d' - d is less than a vector
       std::copy(X + r * d + x0, X + r * d + x0 + filled, part);
       std::fill(part + filled, part + P, T(0));
