@@ -38,12 +38,13 @@ void check_close(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref, d
 
 // The rule for one array of a path in precision p: `got` against the wider `ref`, the bound from
 // the naive path's error in p (`naive`, against the same ref) and the magnitude R of the terms
-// (reference_magnitudes). A finite yardstick is required.
+// (reference_magnitudes), with the storage tolerance where the array is held in p (every array
+// but L). A finite yardstick is required.
 template <class A, class B, class C, class M>
 void check_rule(Precision p, const Eigen::DenseBase<A>& got, const Eigen::DenseBase<B>& ref,
                 const Eigen::DenseBase<C>& naive, const Eigen::DenseBase<M>& R,
-                const std::string& what) {
-  const RuleVerdict v = judge(p, got, ref, naive, R);
+                const std::string& what, Held held) {
+  const RuleVerdict v = judge(p, got, ref, naive, R, held);
   INFO(what << ": error " << v.err << ", naive " << v.naive << ", floor " << v.floor << ", bound "
             << v.bound);
   REQUIRE(v.outcome != Outcome::no_verdict);
@@ -53,8 +54,8 @@ void check_rule(Precision p, const Eigen::DenseBase<A>& got, const Eigen::DenseB
 template <class T, class A, class B, class C, class M>
 void check_rule(const Eigen::DenseBase<A>& got, const Eigen::DenseBase<B>& ref,
                 const Eigen::DenseBase<C>& naive, const Eigen::DenseBase<M>& R,
-                const std::string& what) {
-  check_rule(precision_of<T>(), got, ref, naive, R, what);
+                const std::string& what, Held held) {
+  check_rule(precision_of<T>(), got, ref, naive, R, what, held);
 }
 
 // One head's problem, and what a path computed for it (gradients empty when not checked).
@@ -106,12 +107,12 @@ struct Expected {
 template <class T>
 void check_outputs(const Outputs<T>& got, const Expected<T>& e, const std::string& path,
                    Precision p = precision_of<T>()) {
-  check_rule(p, got.O, e.rf.O, e.nf.O, e.R.O, path + " O");
-  check_rule(p, got.L, e.rf.L, e.nf.L, e.R.L, path + " L");
+  check_rule(p, got.O, e.rf.O, e.nf.O, e.R.O, path + " O", Held::in_p);
+  check_rule(p, got.L, e.rf.L, e.nf.L, e.R.L, path + " L", Held::wide);
   if (!got.dQ.size()) return;
-  check_rule(p, got.dQ, e.rb.dQ, e.nb.dQ, e.R.dQ, path + " dQ");
-  check_rule(p, got.dK, e.rb.dK, e.nb.dK, e.R.dK, path + " dK");
-  check_rule(p, got.dV, e.rb.dV, e.nb.dV, e.R.dV, path + " dV");
+  check_rule(p, got.dQ, e.rb.dQ, e.nb.dQ, e.R.dQ, path + " dQ", Held::in_p);
+  check_rule(p, got.dK, e.rb.dK, e.nb.dK, e.R.dK, path + " dK", Held::in_p);
+  check_rule(p, got.dV, e.rb.dV, e.nb.dV, e.R.dV, path + " dV", Held::in_p);
 }
 
 }  // namespace fd::test

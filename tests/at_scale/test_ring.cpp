@@ -249,10 +249,10 @@ TEST_CASE_TEMPLATE("ring: folds that go wrong still fail the rule at large score
         }
         L(q) = Lq;
       }
-      const RuleVerdict v = judge(precision_of<T>(), O, e.rf.O, e.nf.O, e.R.O);
+      const RuleVerdict v = judge(precision_of<T>(), O, e.rf.O, e.nf.O, e.R.O, Held::in_p);
       INFO("scale " << scale << ", fold " << how << ": O error " << v.err << " bound " << v.bound);
       CHECK(v.pass() == (how == 0));
-      if (how == 0) CHECK(judge(precision_of<T>(), L, e.rf.L, e.nf.L, e.R.L).pass());
+      if (how == 0) CHECK(judge(precision_of<T>(), L, e.rf.L, e.nf.L, e.R.L, Held::wide).pass());
     }
   }
 }

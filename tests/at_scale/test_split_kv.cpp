@@ -89,8 +89,8 @@ void require_rule(const Problem<T>& pr, const SplitKvResult<T>& r) {
     const HeadExpected<T> e = expected(pr, head, r.splits);
     const Mat<T> O = head_matrix(r.O, head, n, d);
     const Vec<T> L = Eigen::Map<const Vec<T>>(r.L.data() + head * n, n);
-    const RuleVerdict vO = judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O);
-    const RuleVerdict vL = judge(precision_of<T>(), L, e.ref.L, e.naive.L, e.R.L);
+    const RuleVerdict vO = judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O, Held::in_p);
+    const RuleVerdict vL = judge(precision_of<T>(), L, e.ref.L, e.naive.L, e.R.L, Held::wide);
     INFO("head " << head << ", S = " << r.splits << ": O error " << vO.err << " bound " << vO.bound
                  << ", L error " << vL.err << " bound " << vL.bound);
     CHECK(vO.pass());
@@ -318,8 +318,8 @@ TEST_CASE_TEMPLATE("large scores: a wrong merge still fails the rule for merged 
       Mat<T> O(n, d);
       Vec<T> L(n);
       for (index_t q = 0; q < n; ++q) L(q) = wrong_merge(r, n, d, q, how, off, O.row(q).data());
-      const RuleVerdict vO = judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O);
-      const RuleVerdict vL = judge(precision_of<T>(), L, e.ref.L, e.naive.L, e.R.L);
+      const RuleVerdict vO = judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O, Held::in_p);
+      const RuleVerdict vL = judge(precision_of<T>(), L, e.ref.L, e.naive.L, e.R.L, Held::wide);
       INFO("scale " << scale << ", wrong merge " << int(how) << " (weight off by " << off
                     << "): O error " << vO.err << " bound " << vO.bound << ", L error " << vL.err
                     << " bound " << vL.bound);
@@ -331,7 +331,7 @@ TEST_CASE_TEMPLATE("large scores: a wrong merge still fails the rule for merged 
     for (index_t q = 0; q < n; ++q)
       merge_splits(r.O_part.data() + q * d, n * d, r.L_part.data() + q, n, num_splits, d,
                    O.row(q).data());
-    CHECK(judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O).pass());
+    CHECK(judge(precision_of<T>(), O, e.ref.O, e.naive.O, e.R.O, Held::in_p).pass());
   }
 }
 

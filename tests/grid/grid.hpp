@@ -109,13 +109,14 @@ template <class T>
 double worst_ratio(const Outputs<T>& got, const Expected<T>& e) {
   const Precision p = precision_of<T>();
   double worst = 0;
-  auto see = [&](const auto& x, const auto& ref, const auto& naive, const auto& R) {
-    const RuleVerdict v = judge(p, x, ref, naive, R);
+  auto see = [&](const auto& x, const auto& ref, const auto& naive, const auto& R, Held held) {
+    const RuleVerdict v = judge(p, x, ref, naive, R, held);
     worst = std::max(worst, v.err / v.bound);
   };
-  see(got.O, e.rf.O, e.nf.O, e.R.O), see(got.L, e.rf.L, e.nf.L, e.R.L);
-  see(got.dQ, e.rb.dQ, e.nb.dQ, e.R.dQ), see(got.dK, e.rb.dK, e.nb.dK, e.R.dK);
-  see(got.dV, e.rb.dV, e.nb.dV, e.R.dV);
+  see(got.O, e.rf.O, e.nf.O, e.R.O, Held::in_p), see(got.L, e.rf.L, e.nf.L, e.R.L, Held::wide);
+  see(got.dQ, e.rb.dQ, e.nb.dQ, e.R.dQ, Held::in_p);
+  see(got.dK, e.rb.dK, e.nb.dK, e.R.dK, Held::in_p);
+  see(got.dV, e.rb.dV, e.nb.dV, e.R.dV, Held::in_p);
   return worst;
 }
 

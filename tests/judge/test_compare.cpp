@@ -91,6 +91,36 @@ TEST_CASE("exactly 2x the naive error plus the floor passes; the next double abo
   }
 }
 
+TEST_CASE("bf16, fp16: the storage tolerance, one unit of p at 0.3 + max |X|; none in fp32, fp64") {
+  // 0.3 + 0 in [2^-2, 2^-1): bf16 (8 significant bits) 2^-2 2^-7 = 2^-9, fp16 (11) 2^-12.
+  CHECK(storage_atol(Precision::bf16, 0.0) == 0x1p-9);
+  CHECK(storage_atol(Precision::fp16, 0.0) == 0x1p-12);
+  // 0.3 + 1.7 = 2 in [2, 4): one unit 2^1 2^-7 in bf16, 2^1 2^-10 in fp16; just below 2, half that.
+  CHECK(storage_atol(Precision::bf16, 1.7) == 0x1p-6);
+  CHECK(storage_atol(Precision::fp16, 1.7) == 0x1p-9);
+  CHECK(storage_atol(Precision::bf16, 1.69) == 0x1p-7);
+  // Nothing in fp32 and fp64; nothing beyond p's range (the naive path overflows: no verdict).
+  CHECK(storage_atol(Precision::fp32, 1.0) == 0);
+  CHECK(storage_atol(Precision::fp64, 1.0) == 0);
+  CHECK(storage_atol(Precision::fp16, 70000.0) == 0);
+  CHECK(storage_atol(Precision::fp16, 60000.0) == 0x1p5);  // [2^15, 2^16): 2^15 2^-10
+  // From an array: its largest finite magnitude (a fully masked row's -inf left out).
+  CHECK(storage_atol(Precision::bf16, vec({-1.7, 0.5, -INFINITY})) == 0x1p-6);
+  // The floor is the largest of f_p, 4 u R and the tolerance: here the tolerance.
+  CHECK(rule_floor(Precision::bf16, 1024, 0x1p-6) == 0x1p-6);
+  CHECK(rule_floor(Precision::bf16, 1024, 0x1p-14) == 0x1p-12);  // 4 u R larger
+  const RuleVerdict v = apply_rule(Precision::bf16, 0x1p-6 + 0x1p-8, 0x1p-9, 1, 0x1p-6);
+  CHECK(v.floor == 0x1p-6);
+  CHECK(v.bound == 0x1p-8 + 0x1p-6);
+  CHECK(v.pass());
+  // judge: arrays held in p get it (O, dQ, dK, dV, D); L, which every path keeps in fp32, does not.
+  const Vec<double> ref = vec({0.25, -1.7}), naive = vec({0.25, -1.7}), R = vec({1, 2});
+  const Vec<double> off = vec({0.25, -1.7 + 0x1p-7});  // half a unit of bf16 at 2: within
+  CHECK(judge(Precision::bf16, off, ref, naive, R, Held::in_p).pass());
+  CHECK(judge(Precision::bf16, off, ref, naive, R, Held::wide).outcome == Outcome::fail);
+  CHECK(judge(Precision::fp32, off, ref, naive, R, Held::in_p).outcome == Outcome::fail);
+}
+
 TEST_CASE("a zero naive error: the floor alone is the bound") {
   CHECK(apply_rule(Precision::fp32, 1e-6, 0).pass());
   CHECK(apply_rule(Precision::fp32, just_over(1e-6), 0).outcome == Outcome::fail);
@@ -161,38 +191,40 @@ TEST_CASE(
   const Vec<double> naive = vec({1 + 0x1p-23, 2, 1024, -INFINITY});
   const Vec<double> R = vec({1, 2, 1024, INFINITY});
   const double bound = 0x1p-22 + 0x1p-12;
-  const RuleVerdict right = judge(Precision::fp32, ref, ref, naive, R);
+  const RuleVerdict right = judge(Precision::fp32, ref, ref, naive, R, Held::in_p);
   CHECK(right.pass());
   CHECK(right.err == 0);
   CHECK(right.naive == 0x1p-23);
   CHECK(right.floor == 0x1p-12);
   CHECK(right.bound == bound);
   const RuleVerdict at =
-      judge(Precision::fp32, vec({1, 2, 1024 + bound, -INFINITY}), ref, naive, R);
+      judge(Precision::fp32, vec({1, 2, 1024 + bound, -INFINITY}), ref, naive, R, Held::in_p);
   CHECK(at.err == bound);
   CHECK(at.pass());
-  const RuleVerdict over =
-      judge(Precision::fp32, vec({1, 2, 1024 + bound + 0x1p-42, -INFINITY}), ref, naive, R);
+  const RuleVerdict over = judge(Precision::fp32, vec({1, 2, 1024 + bound + 0x1p-42, -INFINITY}),
+                                 ref, naive, R, Held::in_p);
   CHECK(over.err == bound + 0x1p-42);
   CHECK(over.outcome == Outcome::fail);
   // One entry off fails the array, however right the others are: the worst, not a mean.
   const RuleVerdict one =
-      judge(Precision::fp32, vec({1 + 2 * bound, 2, 1024, -INFINITY}), ref, naive, R);
+      judge(Precision::fp32, vec({1 + 2 * bound, 2, 1024, -INFINITY}), ref, naive, R, Held::in_p);
   CHECK(one.outcome == Outcome::fail);
   CHECK(one.err == 2 * bound);
   // Exactly the reference's infinities, or the error is infinite: a finite value, the other
   // infinity or a NaN where ref is -inf all fail; -inf where ref is finite too.
   for (double last : {-1e30, double(INFINITY), double(NAN)}) {
     CAPTURE(last);
-    const RuleVerdict v = judge(Precision::fp32, vec({1, 2, 1024, last}), ref, naive, R);
+    const RuleVerdict v =
+        judge(Precision::fp32, vec({1, 2, 1024, last}), ref, naive, R, Held::in_p);
     CHECK(v.outcome == Outcome::fail);
     CHECK(v.err == INFINITY);
   }
-  CHECK(judge(Precision::fp32, vec({-INFINITY, 2, 1024, -INFINITY}), ref, naive, R).err ==
-        INFINITY);
+  CHECK(
+      judge(Precision::fp32, vec({-INFINITY, 2, 1024, -INFINITY}), ref, naive, R, Held::in_p).err ==
+      INFINITY);
   // The naive yardstick not finite somewhere (an overflow in its precision): no verdict.
   const Vec<double> overflowed = vec({1, INFINITY, 1024, -INFINITY});
-  CHECK(judge(Precision::fp16, ref, ref, overflowed, R).outcome == Outcome::no_verdict);
+  CHECK(judge(Precision::fp16, ref, ref, overflowed, R, Held::in_p).outcome == Outcome::no_verdict);
 }
 
 TEST_CASE("rows off: the rows with an entry beyond tol, NaN counted off; the first one") {

@@ -93,3 +93,25 @@ TEST_CASE_TEMPLATE("backward: the FlashAttention-2 run passes; a wrong dQ fails;
               .failing() == "dQ");
   }
 }
+
+TEST_CASE_TEMPLATE("backward: D's floor counts R(D) once more for each factor that carries O", T,
+                   float, double) {
+  TorchGenerator gen(6);
+  const index_t n = 9, m = 12, d = 2;
+  const Mat<T> Q = gen.randn_matrix<T>(n, d), K = gen.randn_matrix<T>(m, d),
+               V = gen.randn_matrix<T>(m, d), dO = gen.randn_matrix<T>(n, d);
+  const AttnParams params{};
+  using W = wider_t<T>;
+  const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
+  const auto rf = reference_forward<W>(Qw, Kw, Vw, params);
+  for (bool given : {true, false}) {
+    const BackwardJudge<T> j =
+        backward_judge<T>(Q, K, V, given ? &dO : nullptr, params, precision_of<T>());
+    const Mat<W> up = given ? Mat<W>(dO.template cast<W>()) : Mat<W>(W(2) * rf.O);
+    const Magnitudes<W> R = reference_magnitudes<W>(Qw, Kw, Vw, up, rf, params);
+    INFO("dO " << (given ? "given" : "= 2 O"));
+    CHECK(d_from_o_factor(given) == (given ? 2 : 3));
+    for (index_t q = 0; q < n; ++q) CHECK(j.R.D(q) == W(d_from_o_factor(given)) * R.D(q));
+    CHECK(j.R.dQ == R.dQ);  // the gradients' magnitudes as they were
+  }
+}

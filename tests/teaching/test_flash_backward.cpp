@@ -44,7 +44,8 @@ void check_against_reference(const Shape& s, const AttnParams& p) {
   const test::Problem<T> pr{c.Q, c.K, c.V, c.dO, p};
   const test::Expected<T> e(pr);
   test::check_outputs<T>({fwd.O, fwd.L, g.dQ, g.dK, g.dV}, e, "teaching");
-  test::check_rule<T>(g.D, e.rb.D, e.nb.D, e.R.D, "D (rowsum(dO * O) against rowsum(P * dP))");
+  test::check_rule<T>(g.D, e.rb.D, e.nb.D, e.R.D, "D (rowsum(dO * O) against rowsum(P * dP))",
+                      Held::in_p);
 }
 
 // Q drawn at 150 times N(0, 1) (scores of a few hundred: rows of P nearly one-hot), K, V, dO
@@ -74,8 +75,9 @@ double worst_ratio(Precision p, const LowCase& c, const BackwardResult<float>& g
   const auto rb = reference_backward<double>(Q, K, V, dO, params);
   const auto R = reference_magnitudes<double>(Q, K, V, dO, rf, params);
   const auto nb = reference_backward<float>(c.Q, c.K, c.V, c.dO, params, p);
-  const RuleVerdict v[] = {judge(p, g.dQ, rb.dQ, nb.dQ, R.dQ), judge(p, g.dK, rb.dK, nb.dK, R.dK),
-                           judge(p, g.dV, rb.dV, nb.dV, R.dV)};
+  const RuleVerdict v[] = {judge(p, g.dQ, rb.dQ, nb.dQ, R.dQ, Held::in_p),
+                           judge(p, g.dK, rb.dK, nb.dK, R.dK, Held::in_p),
+                           judge(p, g.dV, rb.dV, nb.dV, R.dV, Held::in_p)};
   double worst = 0;
   for (const RuleVerdict& x : v) {
     REQUIRE(x.outcome != Outcome::no_verdict);
@@ -169,8 +171,8 @@ TEST_CASE("bf16, fp16: D from the forward's unrounded O passes where O as stored
     std::uint32_t seed;
     double old_ratio;
   } draws[] = {{Precision::bf16, 418, 3.81},
-               {Precision::bf16, 563, 2.54},
-               {Precision::fp16, 583, 3.19},
+               {Precision::bf16, 563, 2.38},
+               {Precision::fp16, 583, 3.13},
                {Precision::fp16, 553, 2.17}};
   for (const auto& w : draws) {
     INFO(precision_name(w.p) << " seed " << w.seed);

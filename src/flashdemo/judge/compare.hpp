@@ -6,13 +6,18 @@
 //             and inf against a finite reference as inf.
 //   naive   = err of the naive (materializing) implementation run in the path's own precision
 //   bound   = 2 * naive + floor
-//   floor   = max(f_p, 4 u R):  f_p = 1e-6 below fp64, 2e-15 in fp64 (about eight units in the
-//             last place of 1.0 in each), u the unit roundoff of the precision the sums accumulate
-//             in (2^-24 for fp32, bf16 and fp16, whose sums are fp32; 2^-53 for fp64), R the
-//             largest magnitude of the terms an entry sums (reference.hpp: Magnitudes). u R is the
-//             rounding error of any one summation order; two orders' errors differ by about that
-//             much whatever their ratio, so where an output cancels (large scores, d = 1) "2x the
-//             naive error" alone would fail right answers by chance. A path that merges parts
+//   floor   = max(f_p, 4 u R, a_p):  f_p = 1e-6 below fp64, 2e-15 in fp64 (about eight units in
+//             the last place of 1.0 in each), u the unit roundoff of the precision the sums
+//             accumulate in (2^-24 for fp32, bf16 and fp16, whose sums are fp32; 2^-53 for fp64),
+//             R the largest magnitude of the terms an entry sums (reference.hpp: Magnitudes). u R
+//             is the rounding error of any one summation order; two orders' errors differ by about
+//             that much whatever their ratio, so where an output cancels (large scores, d = 1) "2x
+//             the naive error" alone would fail right answers by chance.
+//             a_p (bf16 and fp16 only, arrays held in p or formed from arrays held in p: not L):
+//             FlashAttention's own absolute tolerance at its limit, one unit in p's last place at
+//             0.3 + max |X_ref| (storage_atol): below it, where an error lands is the luck of the
+//             roundings to p, and an array of a few entries gives the naive error as one such
+//             draw. A path that merges parts
 //             through their logsumexps (split-KV, the ring) is judged with R' =
 //             merged_magnitudes(R, m, r) (reference.hpp): each weight exp(L_s - L) carries about
 //             k u |L| of rounding the naive yardstick never makes, so 4 u R' = 4 u R + k u |L| R.
@@ -109,21 +114,43 @@ constexpr double kNaiveFactor = 2.0;
 constexpr double kAbsSlack = 1e-6;     // below fp64
 constexpr double kAbsSlack64 = 2e-15;  // fp64
 constexpr double kRoundingUnits = 4;   // the floor's multiple of u R
+constexpr double kAtolShift = 0.3;     // FlashAttention's tests: (X_ref + 0.3 - 0.3) - X_ref in p
 
 // The unit roundoff of the precision p's sums accumulate in.
 inline double accumulator_unit(Precision p) {
   return p == Precision::fp64 ? 0x1p-53 : 0x1p-24;
 }
 
-// The rule's floor for an array whose terms reach magnitude R (0: the absolute floor alone).
-inline double rule_floor(Precision p, double R = 0) {
+// a_p of the rule for an array held in p whose largest finite |X_ref| is `largest`: one unit in
+// the last place of p at 0.3 + largest, 2^(e - t) for 0.3 + largest in [2^(e-1), 2^e) and t
+// significant bits (bf16 8, fp16 11). FlashAttention's tests take twice the largest rounding
+// error of X_ref + 0.3 in p over the array's entries, which reaches that unit over an array whose
+// entries fill p's grid and is a draw over a few entries, as the naive error is: the limit is
+// taken. 0 in fp32 and fp64, and beyond p's range (the naive path overflows there: no verdict).
+inline double storage_atol(Precision p, double largest) {
+  if (p != Precision::bf16 && p != Precision::fp16) return 0;
+  const double y = kAtolShift + largest;
+  if (!(y <= largest_finite(p))) return 0;
+  int e = 0;
+  std::frexp(y, &e);  // y = f 2^e, f in [0.5, 1)
+  return std::ldexp(1.0, e - (p == Precision::bf16 ? 8 : 11));
+}
+
+template <class B>
+double storage_atol(Precision p, const Eigen::DenseBase<B>& ref) {
+  return storage_atol(p, max_finite_abs(ref));
+}
+
+// The rule's floor for an array whose terms reach magnitude R (0: the absolute floor alone) and
+// whose storage tolerance is atol (storage_atol; 0 for fp32, fp64 and L).
+inline double rule_floor(Precision p, double R = 0, double atol = 0) {
   const double absolute = p == Precision::fp64 ? kAbsSlack64 : kAbsSlack;
-  return std::fmax(absolute, kRoundingUnits * accumulator_unit(p) * R);
+  return std::fmax(std::fmax(absolute, kRoundingUnits * accumulator_unit(p) * R), atol);
 }
 
 // The bound a path in precision p must meet given the naive implementation's error in p.
-inline double rule_bound(Precision p, double err_naive, double R = 0) {
-  return kNaiveFactor * err_naive + rule_floor(p, R);
+inline double rule_bound(Precision p, double err_naive, double R = 0, double atol = 0) {
+  return kNaiveFactor * err_naive + rule_floor(p, R, atol);
 }
 
 enum class Outcome { pass, fail, no_verdict };
@@ -135,23 +162,28 @@ struct RuleVerdict {
   bool pass() const { return outcome == Outcome::pass; }
 };
 
-// The rule on one array, from its error, the naive error in the same precision and the
-// magnitude R of its terms.
-inline RuleVerdict apply_rule(Precision p, double err, double err_naive, double R = 0) {
-  const double floor = rule_floor(p, R);
+// The rule on one array, from its error, the naive error in the same precision, the magnitude R
+// of its terms and its storage tolerance (storage_atol).
+inline RuleVerdict apply_rule(Precision p, double err, double err_naive, double R = 0,
+                              double atol = 0) {
+  const double floor = rule_floor(p, R, atol);
   if (!std::isfinite(err_naive) || !std::isfinite(floor))
     return {Outcome::no_verdict, err, err_naive, INFINITY, floor};
   const double bound = kNaiveFactor * err_naive + floor;
   return {err <= bound ? Outcome::pass : Outcome::fail, err, err_naive, bound, floor};
 }
 
+// Whether an array is held in the path's precision (or formed from arrays held there), and so
+// judged with the storage tolerance: every array but L, which every path keeps in fp32 or wider.
+enum class Held { in_p, wide };
+
 // The rule on one array of a path in precision p: `got` and the naive path's `naive`, each
 // against the wider reference `ref`; R the magnitudes of its terms (empty: none known).
 template <class A, class B, class C, class M>
 RuleVerdict judge(Precision p, const Eigen::DenseBase<A>& got, const Eigen::DenseBase<B>& ref,
-                  const Eigen::DenseBase<C>& naive, const Eigen::DenseBase<M>& R) {
+                  const Eigen::DenseBase<C>& naive, const Eigen::DenseBase<M>& R, Held held) {
   return apply_rule(p, max_abs_error(got, ref).value, max_abs_error(naive, ref).value,
-                    max_finite_abs(R));
+                    max_finite_abs(R), held == Held::in_p ? storage_atol(p, ref) : 0);
 }
 
 }  // namespace fd

@@ -225,6 +225,10 @@ Diagnosis Grader::diagnose(ArrayKind kind, const Mat<double>& X, double tol) con
   return Diagnosis::none;
 }
 
+double Grader::atol(ArrayKind kind, Precision p) const {
+  return kind == ArrayKind::L ? 0 : storage_atol(p, ref_.get(kind));
+}
+
 Grade Grader::grade(ArrayKind kind, const Mat<double>& X, Precision p) {
   const Mat<Ref>& ref = ref_.get(kind);
   Grade g;
@@ -236,7 +240,7 @@ Grade Grader::grade(ArrayKind kind, const Mat<double>& X, Precision p) {
   }
   const MaxError e = max_abs_error(X, ref);
   const RuleVerdict v = apply_rule(p, e.value, max_abs_error(naive(p).get(kind), ref).value,
-                                   max_finite_abs(magnitude_.get(kind)));
+                                   max_finite_abs(magnitude_.get(kind)), atol(kind, p));
   g.outcome = v.outcome, g.pass = v.pass();
   g.err = v.err, g.bound = v.bound, g.naive_err = v.naive;
   g.worst_row = e.index / ref.cols(), g.worst_col = e.index % ref.cols();
@@ -254,7 +258,7 @@ Grade Grader::grade(ArrayKind kind, const Mat<double>& X, Precision p) {
       if (lower == p) continue;
       const RuleVerdict w =
           apply_rule(lower, e.value, max_abs_error(naive(lower).get(kind), ref).value,
-                     max_finite_abs(magnitude_.get(kind)));
+                     max_finite_abs(magnitude_.get(kind)), atol(kind, lower));
       if (!w.pass()) continue;
       g.diagnosis = lower == Precision::fp32   ? Diagnosis::as_fp32
                     : lower == Precision::fp16 ? Diagnosis::as_fp16

@@ -114,6 +114,8 @@ class Grader {
   };
   using Ref = long double;
   const Outputs<double>& naive(Precision p);
+  // The rule's storage tolerance of an array in p (compare.hpp: storage_atol; none for L).
+  double atol(ArrayKind kind, Precision p) const;
   Outputs<double> run(const AttnParams& params, Mistake mistake, TileSizes tiles) const;
   template <class T>
   Outputs<T> reference(const AttnParams& params) const;

@@ -95,8 +95,8 @@ template <class T>
 RunVerdict judge_forward(const ForwardJudge<T>& j, const MatView<T>& O, const VecView<T>& L,
                          Precision p) {
   RunVerdict v;
-  v.add("O", judge(p, O, j.ref.O, j.naive.O, j.R.O));
-  v.add("L", judge(p, L, j.ref.L, j.naive.L, j.R.L));
+  v.add("O", judge(p, O, j.ref.O, j.naive.O, j.R.O, Held::in_p));
+  v.add("L", judge(p, L, j.ref.L, j.naive.L, j.R.L, Held::wide));
   return v;
 }
 
@@ -116,6 +116,7 @@ BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
   j.naive = reference_backward<T>(Q, K, V, dO_naive, params, stored);
   j.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, j.dO, j.forward.ref, params),
                           K.rows(), merges);
+  j.R.D *= d_from_o_factor(dO_given != nullptr);
   return j;
 }
 
@@ -123,10 +124,10 @@ template <class T>
 RunVerdict judge_backward(const BackwardJudge<T>& j, const MatView<T>& dQ, const MatView<T>& dK,
                           const MatView<T>& dV, const VecView<T>& D, Precision p) {
   RunVerdict v;
-  v.add("dQ", judge(p, dQ, j.ref.dQ, j.naive.dQ, j.R.dQ));
-  v.add("dK", judge(p, dK, j.ref.dK, j.naive.dK, j.R.dK));
-  v.add("dV", judge(p, dV, j.ref.dV, j.naive.dV, j.R.dV));
-  if (D.size() > 0) v.add("D", judge(p, D, j.ref.D, j.naive.D, j.R.D));
+  v.add("dQ", judge(p, dQ, j.ref.dQ, j.naive.dQ, j.R.dQ, Held::in_p));
+  v.add("dK", judge(p, dK, j.ref.dK, j.naive.dK, j.R.dK, Held::in_p));
+  v.add("dV", judge(p, dV, j.ref.dV, j.naive.dV, j.R.dV, Held::in_p));
+  if (D.size() > 0) v.add("D", judge(p, D, j.ref.D, j.naive.D, j.R.D, Held::in_p));
   return v;
 }
 
