@@ -172,6 +172,66 @@ TEST_CASE("ring: fold_part is merge_splits of the two parts, bit for bit") {
   }
 }
 
+TEST_CASE_TEMPLATE("ring: fold_row takes a row's first part whole, L's rounding error kept", T,
+                   float, double) {
+  // One part of a row (scores s, values v): its state after update_row, as a step leaves it.
+  T s[3] = {T(41.3), T(40.9), T(38.2)};  // (update_row turns them into P)
+  const T v[3] = {T(0.5), T(-1.25), T(2.0)};
+  RowState<T> st;
+  T o_s[1] = {T(0)};
+  update_row(st, s, v, 1, 3, 1, o_s);
+  T o_ref[1] = {o_s[0]};
+  const SplitL<T> L_s = finalize_row(st, o_ref, 1);
+  REQUIRE(L_s.lo != T(0));  // m + log l rounds here: the part's L has an error to keep
+  // Nothing folded yet (L = -inf): the part itself, bit for bit, with its rounding error.
+  T O[1] = {T(0)}, L = neg_inf<T>(), L_lo = T(0);
+  RowState<T> first = st;
+  T o1[1] = {o_s[0]};
+  fold_row(first, o1, O, L, L_lo, 1);
+  CHECK(O[0] == o_ref[0]);
+  CHECK(L == L_s.L);
+  CHECK(L_lo == L_s.lo);
+  // A later part that saw no key changes nothing, L_lo included.
+  RowState<T> none;
+  T o2[1] = {T(0)};
+  fold_row(none, o2, O, L, L_lo, 1);
+  CHECK(O[0] == o_ref[0]);
+  CHECK(L == L_s.L);
+  CHECK(L_lo == L_s.lo);
+  // A second part that saw keys: the merge of the two (fold_part), as merge_splits gives it.
+  RowState<T> second = st;
+  T o3[1] = {o_s[0]}, O_before[1] = {O[0]};
+  fold_row(second, o3, O, L, L_lo, 1);
+  T O_expect[1] = {O_before[0]};
+  const SplitL<T> merged = fold_part(O_expect, L_s.L, o_ref, L_s.L, 1);
+  CHECK(O[0] == O_expect[0]);
+  CHECK(L == merged.L);
+  CHECK(L_lo == merged.lo);
+}
+
+// One rank: the ring is the tiled forward and backward of the whole row. Before fold_row kept the
+// part's L_lo, its backward recomputed P from L rounded alone: at scale 10, d = 3 in fp32, dV was
+// 6x the naive error and 1.4x to 2.1x the bound in many draws (docs/correctness.md, section 5).
+TEST_CASE_TEMPLATE("ring: one rank at scale 10 is as accurate as the tiled path", T, float,
+                   double) {
+  AttnParams p;
+  p.scale = 10.0;
+  const index_t n = 100, m = 60, d = 3;
+  for (std::uint32_t seed : {4u, 12u, 28u}) {
+    TorchGenerator gen(seed);
+    test::Problem<T> pr{draw<T>(gen, n, d), draw<T>(gen, m, d), draw<T>(gen, m, d),
+                        draw<T>(gen, n, d), p};
+    const RingSchedule s = ring_schedule(n, m, d, 1, RingLayout::contiguous, p.mask_for(n, m));
+    const RingResult<T> r = ring_in_process<T>(
+        s, p, RingPass::bwd, {pr.Q.data(), pr.K.data(), pr.V.data(), pr.dO.data()});
+    const test::Expected<T> e(pr);  // one part: no merge to admit (merges_ring(1) = 0)
+    const test::Outputs<T> got{as_mat(r.O, n, d), Eigen::Map<const Vec<T>>(r.L.data(), n),
+                               as_mat(r.dQ, n, d), as_mat(r.dK, m, d), as_mat(r.dV, m, d)};
+    INFO("seed " << seed);
+    test::check_outputs(got, e, "ring, one rank");
+  }
+}
+
 TEST_CASE_TEMPLATE("ring: forward and backward match the reference", T, float, double) {
   const AttnParams none{};
   const AttnParams top{true, CausalAlign::top_left, {}};

@@ -58,24 +58,28 @@ TEST_CASE("the verdict: merges pass at large scales, FAIL exits 1, no NaN is sav
   CHECK(std::count(ov.err.begin(), ov.err.end(), '\n') == 1);
 }
 
-// Correct runs that the rule failed before it had the storage tolerance (bf16, fp16) and D's
-// factor (fp64 at d <= 2): found by a random sweep of small problems (docs/correctness.md,
-// section 2). Each exited 1 with one array 1.1x to 10x over its bound; each is right.
+// Runs that exited 1 with one array 1.1x to 10x over its bound, found by random sweeps of small
+// problems: correct ones that the rule failed before it had the storage tolerance (bf16, fp16)
+// and D's factor (fp64 at d <= 2) (docs/correctness.md, section 2), and the ring at one rank,
+// whose fold dropped L's rounding error (docs/at-scale.md).
 TEST_CASE("small problems: correct runs that a random sweep found failing pass") {
   const char* runs[] = {
-      "backward --n 1 --m 7 --d 64 --precision fp16 --block-q 32 --block-k 11 --seed 258543",
+      "backward --n 1 --m 7 --d 64 --precision fp16 --block-q 32 --block-k 11 --seed 258543 "
+      "--trace none",
       "backward --n 1 --m 700 --d 2 --precision fp16 --block-q 37 --block-k 20 --seed 96453"
-      " --causal-align bottom-right",
+      " --causal-align bottom-right --trace none",
       "backward --n 2 --m 700 --d 2 --precision bf16 --block-q 32 --block-k 18 --seed 285602"
-      " --causal",
+      " --causal --trace none",
       "backward --n 5 --m 2 --d 32 --precision bf16 --block-q 22 --block-k 36 --seed 20429"
-      " --causal-align bottom-right",
+      " --causal-align bottom-right --trace none",
       "backward --n 3 --m 3 --d 3 --precision fp16 --block-q 33 --block-k 13 --seed 710317"
-      " --causal-align bottom-right",
-      "backward --n 64 --m 128 --d 2 --impl fast --threads 1 --seed 474763",
-      "backward --n 300 --m 257 --d 1 --impl fast --threads 2 --seed 126182"};
+      " --causal-align bottom-right --trace none",
+      "backward --n 64 --m 128 --d 2 --impl fast --threads 1 --seed 474763 --trace none",
+      "backward --n 300 --m 257 --d 1 --impl fast --threads 2 --seed 126182 --trace none",
+      // The ring at one rank: L's rounding error was dropped at the fold (ring_math.hpp).
+      "ring --n 100 --m 60 --d 3 --ranks 1 --pass bwd --dtype fp32 --seed 497869 --scale 10"};
   for (const char* r : runs) {
-    const Run x = run(std::string(r) + " --trace none");
+    const Run x = run(r);
     INFO(r << "\n" << x.out << x.err);
     CHECK(x.code == 0);
     CHECK_FALSE(has(x.out, "FAIL"));

@@ -10,6 +10,10 @@
 //   O'  = exp(L - L') O + exp(L_s - L') O_s                              (fold_part: merge_lse,
 //                                                                         split_weight)
 // A part that saw no key has L_s = -inf and weight 0; a row that saw none keeps O = 0, L = -inf.
+// The row's first part that saw a key is taken whole, (O, L, L_lo) = (O_s, L_s, its rounding
+// error), and a part that saw none changes nothing, L_lo included: a row whose keys all lie in one
+// part ends with L to twice the working precision, as the tiled forward's (fold_row; only a merge
+// of two parts that both saw keys rounds L, by what the rule admits for merges, correctness.md).
 // Backward, row q and a key k it sees, with the forward's L (and its rounding error L_lo) and
 // D_q = rowsum(dO_q * O_q):
 //   P_qk = exp(S_qk - L_q),  dP_qk = <dO_q, V_k>,  dS_qk = P_qk (dP_qk - D_q)   (pair_grad)
@@ -39,10 +43,19 @@ FD_HOST_DEVICE SplitL<T> fold_part(T* O, T L, const T* O_s, T L_s, index_t d) {
 }
 
 // The end of a row's step: its part (O_s / l, m + log l) folded into the running (O, L, L_lo).
+// Where one of the two saw no key, the other is the result as it is (the fold would give the same
+// O and L, bit for bit, but drop the part's L_lo: recomputed P = exp(S - L) then carries L's
+// rounding, u |L| of each P, 1e-5 of dV at scale 10 in fp32).
 template <class T>
 FD_HOST_DEVICE void fold_row(const RowState<T>& st, T* O_s, T* O, T& L, T& L_lo, index_t d) {
-  const T L_s = finalize_row(st, O_s, d).L;  // O_s = O_s / l, L_s = m + log l
-  const SplitL<T> merged = fold_part(O, L, O_s, L_s, d);
+  const SplitL<T> L_s = finalize_row(st, O_s, d);  // O_s = O_s / l, L_s = m + log l
+  if (is_neg_inf(L_s.L)) return;                   // no key in this part: nothing to fold
+  if (is_neg_inf(L)) {                             // the row's first part that saw a key
+    for (index_t x = 0; x < d; ++x) O[x] = O_s[x];
+    L = L_s.L, L_lo = L_s.lo;
+    return;
+  }
+  const SplitL<T> merged = fold_part(O, L, O_s, L_s.L, d);
   L = merged.L, L_lo = merged.lo;
 }
 
