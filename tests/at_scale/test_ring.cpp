@@ -211,7 +211,7 @@ TEST_CASE_TEMPLATE("ring: fold_row takes a row's first part whole, L's rounding 
 
 // One rank: the ring is the tiled forward and backward of the whole row. Before fold_row kept the
 // part's L_lo, its backward recomputed P from L rounded alone: at scale 10, d = 3 in fp32, dV was
-// 6x the naive error and 1.4x to 2.1x the bound in many draws (docs/correctness.md, section 5).
+// 6x the naive error and 1.4x to 2.1x the bound in many draws (docs/at-scale.md, the ring's fold).
 TEST_CASE_TEMPLATE("ring: one rank at scale 10 is as accurate as the tiled path", T, float,
                    double) {
   AttnParams p;

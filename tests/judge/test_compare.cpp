@@ -104,6 +104,7 @@ TEST_CASE("bf16, fp16: the storage tolerance, one unit of p at 0.3 + max |X|; no
   CHECK(storage_atol(Precision::fp64, 1.0) == 0);
   CHECK(storage_atol(Precision::fp16, 70000.0) == 0);
   CHECK(storage_atol(Precision::fp16, 60000.0) == 0x1p5);  // [2^15, 2^16): 2^15 2^-10
+  CHECK(storage_atol(Precision::fp16, 65504.0) == 0x1p5);  // fp16's largest: still a unit
   // From an array: its largest finite magnitude (a fully masked row's -inf left out).
   CHECK(storage_atol(Precision::bf16, vec({-1.7, 0.5, -INFINITY})) == 0x1p-6);
   // The floor is the largest of f_p, 4 u R and the tolerance: here the tolerance.

@@ -129,8 +129,8 @@ inline double accumulator_unit(Precision p) {
 // taken. 0 in fp32 and fp64, and beyond p's range (the naive path overflows there: no verdict).
 inline double storage_atol(Precision p, double largest) {
   if (p != Precision::bf16 && p != Precision::fp16) return 0;
+  if (!(largest <= largest_finite(p))) return 0;
   const double y = kAtolShift + largest;
-  if (!(y <= largest_finite(p))) return 0;
   int e = 0;
   std::frexp(y, &e);  // y = f 2^e, f in [0.5, 1)
   return std::ldexp(1.0, e - (p == Precision::bf16 ? 8 : 11));
@@ -173,8 +173,9 @@ inline RuleVerdict apply_rule(Precision p, double err, double err_naive, double 
   return {err <= bound ? Outcome::pass : Outcome::fail, err, err_naive, bound, floor};
 }
 
-// Whether an array is held in the path's precision (or formed from arrays held there), and so
-// judged with the storage tolerance: every array but L, which every path keeps in fp32 or wider.
+// Whether an array is held in the path's precision or formed from arrays held there (O, dQ, dK,
+// dV; D from dO), and so judged with the storage tolerance; or not: L, which every path forms from
+// scores kept in fp32 (docs/correctness.md, section 2).
 enum class Held { in_p, wide };
 
 // The rule on one array of a path in precision p: `got` and the naive path's `naive`, each

@@ -116,7 +116,11 @@ BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
   j.naive = reference_backward<T>(Q, K, V, dO_naive, params, stored);
   j.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, j.dO, j.forward.ref, params),
                           K.rows(), merges);
-  j.R.D *= d_from_o_factor(dO_given != nullptr);
+  if (stored != Precision::bf16 && stored != Precision::fp16) {  // (below: storage_atol's part)
+    const Precision p = precision_of<T>();
+    j.R.D = d_inheriting_o(j.R.D, j.dO, j.forward.ref.O, dO_given == nullptr,
+                           forward_o_bound(j.forward, p), p);
+  }
   return j;
 }
 
