@@ -94,7 +94,8 @@ TEST_CASE_TEMPLATE("backward: the FlashAttention-2 run passes; a wrong dQ fails;
   }
 }
 
-TEST_CASE_TEMPLATE("backward: D's floor admits the error of O that D inherits", T, float, double) {
+TEST_CASE_TEMPLATE("backward: the floors admit the error of O that D, and with dO = 2 O dO, carry",
+                   T, float, double) {
   TorchGenerator gen(6);
   const index_t n = 9, m = 12, d = 2;
   const Mat<T> Q = gen.randn_matrix<T>(n, d), K = gen.randn_matrix<T>(m, d),
@@ -122,7 +123,16 @@ TEST_CASE_TEMPLATE("backward: D's floor admits the error of O that D inherits", 
       CHECK(double(j.R.D(q)) ==
             doctest::Approx(double(R.D(q)) + carried * bound_O / u4).epsilon(1e-12));
     }
-    CHECK(j.R.dQ == R.dQ);  // the gradients' magnitudes as they were
+    // dV = P^T dO takes O's error through dO = 2 O only: 2 e colsum(P) per key.
+    for (index_t k = 0; k < m; ++k) {
+      const double colsum = double(j.forward.ref.P.col(k).sum());
+      const double want = given ? 0.0 : 2 * bound_O * colsum / u4;
+      for (index_t x = 0; x < d; ++x)
+        CHECK(double(j.R.dV(k, x) - R.dV(k, x)) == doctest::Approx(want).epsilon(1e-9));
+    }
+    // dQ and dK take it through dS = P (dP - D): never less than they were, more where P is.
+    CHECK((j.R.dQ.array() > R.dQ.array()).all());
+    CHECK((j.R.dK.array() >= R.dK.array()).all());
   }
   // In bf16 and fp16, D is formed from O as accumulated in fp32: R(D) is left as it is (the
   // storage tolerance admits what D takes from dO held in p).

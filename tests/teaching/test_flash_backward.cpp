@@ -45,7 +45,7 @@ void check_against_reference(const Shape& s, const AttnParams& p) {
   const test::Expected<T> e(pr);
   test::check_outputs<T>({fwd.O, fwd.L, g.dQ, g.dK, g.dV}, e, "teaching");
   // D with R(D) alone, stricter than the tool, which also admits the error D inherits from O
-  // (d_inheriting_o): these shapes hold it.
+  // (inherit_o_error): these shapes hold it.
   test::check_rule<T>(g.D, e.rb.D, e.nb.D, e.R.D, "D (rowsum(dO * O) against rowsum(P * dP))",
                       Held::in_p);
 }

@@ -118,8 +118,8 @@ BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
                           K.rows(), merges);
   if (stored != Precision::bf16 && stored != Precision::fp16) {  // (below: storage_atol's part)
     const Precision p = precision_of<T>();
-    j.R.D = d_inheriting_o(j.R.D, j.dO, j.forward.ref.O, dO_given == nullptr,
-                           forward_o_bound(j.forward, p), p);
+    inherit_o_error(j.R, j.forward.ref, Qw, Kw, Vw, j.dO, W(params.scale_for(Q.cols())),
+                    dO_given == nullptr, forward_o_bound(j.forward, p), p);
   }
   return j;
 }

@@ -100,28 +100,38 @@ double forward_o_bound(const ForwardJudge<T>& f, Precision p) {
                     storage_atol(p, f.ref.O));
 }
 
-// FlashAttention-2 forms D = rowsum(dO * O) from the forward's O, which the rule accepts within
-// bound_O of the reference (forward_o_bound); the naive D = rowsum(P * dP) holds no O. So D may
-// inherit, per row, rowsum(|dO|) bound_O through O and, where dO = 2 O takes the same O,
-// rowsum(2 |O|) bound_O more through dO. R(D) grows so that the rule's floor 4 u R(D) admits it:
-//   R'(D)_q = R(D)_q + rowsum_x(|dO_qx| + 2 |O_qx| [dO = 2 O]) bound_O / (4 u).
-// In fp32 and fp64 only (backward_judge): in bf16 and fp16 the paths form D from O as accumulated
-// in fp32, while bound_O there is set by O's rounding to p, which D never sees (and what D takes
-// from dO held in p, the storage tolerance admits). (Before this, random sweeps found correct
-// fp64 backwards at d <= 3 failing on D alone, up to 12 u R(D) beyond twice the naive error;
-// docs/correctness.md, section 2.)
+// The backward takes the forward's O, which the rule accepts within e = bound_O of the reference
+// (forward_o_bound), where the naive backward holds only its own: FlashAttention-2 forms
+// D = rowsum(dO * O) from it, and with the loss sum(O^2) its dO = 2 O too. To first order, with
+// every entry of O off by at most e:
+//   dD_q    = rowsum_x(|dO_qx| + 2 |O_qx| [dO = 2 O]) e          (through O, and through dO)
+//   ddP_qk  = 2 e rowsum_x |V_kx| [dO = 2 O]                      (dP = dO V^T)
+//   ddV_kx  = 2 e colsum_q P_qk [dO = 2 O]                        (dV = P^T dO)
+//   ddS_qk  = P_qk (ddP_qk + dD_q)                                (dS = P (dP - D))
+//   ddQ     = scale ddS |K|,   ddK = scale ddS^T |Q|
+// Each grows its array's magnitude so that the rule's floor 4 u R admits it: R' = R + d / (4 u).
+// In fp32 and fp64 (backward_judge): in bf16 and fp16 the paths form D from O as accumulated in
+// fp32, while bound_O there is set by O's rounding to p, which D never sees, and what the
+// gradients take from dO held in p the storage tolerance admits. (Before this, random sweeps found
+// correct fp64 backwards at d <= 3 failing on D alone, up to 12 u R(D) beyond twice the naive
+// error, and on dV at d = 1, scale 10 with dO = 2 O; docs/correctness.md, section 2.)
 template <class W>
-Vec<W> d_inheriting_o(const Vec<W>& RD, const Mat<W>& dO, const Mat<W>& O, bool dO_is_2O,
-                      double bound_O, Precision p) {
-  const W per_unit = W(bound_O / (kRoundingUnits * accumulator_unit(p)));
-  Vec<W> out = RD;
-  for (index_t q = 0; q < RD.size(); ++q) {
-    W carried = 0;
-    for (index_t x = 0; x < dO.cols(); ++x)
-      carried += std::abs(dO(q, x)) + (dO_is_2O ? W(2) * std::abs(O(q, x)) : W(0));
-    if (carried > 0) out(q) += carried * per_unit;
-  }
-  return out;
+void inherit_o_error(Magnitudes<W>& R, const ReferenceForward<W>& f, const Mat<W>& Q,
+                     const Mat<W>& K, const Mat<W>& V, const Mat<W>& dO, W scale, bool dO_is_2O,
+                     double bound_O, Precision p) {
+  if (!std::isfinite(bound_O)) return;  // O has no verdict: nor has what it feeds
+  const W e = W(bound_O), own = dO_is_2O ? W(1) : W(0);
+  const W per_unit = W(1) / W(kRoundingUnits * accumulator_unit(p));
+  const Vec<W> dD =
+      (dO.cwiseAbs().rowwise().sum() + own * W(2) * f.O.cwiseAbs().rowwise().sum()) * e;
+  const Vec<W> ddP_row = own * W(2) * e * V.cwiseAbs().rowwise().sum();  // per key k
+  const Mat<W> ddS =
+      f.P.cwiseProduct((ddP_row.transpose().replicate(f.P.rows(), 1)).colwise() + dD);
+  R.D += dD * per_unit;
+  R.dQ += scale * (ddS * K.cwiseAbs()) * per_unit;
+  R.dK += scale * (ddS.transpose() * Q.cwiseAbs()) * per_unit;
+  const Vec<W> ddV = own * W(2) * e * f.P.colwise().sum().transpose();  // per key k, every x
+  R.dV += ddV.replicate(1, R.dV.cols()) * per_unit;
 }
 
 // dO_given: n x d, or null for dO = 2 O (each run its own O). `stored` as for the forward.
