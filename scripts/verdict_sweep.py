@@ -12,6 +12,9 @@ combination, such as bf16 on the fast path) is skipped, not counted. Kinds:
   tiny-d    backward at d = 1 to 3 in fp32 and fp64, scales 0.1 to 10
   scales    forward, backward, ring and decode at scales 0.01 to 1000
   merged    decode (splits) and ring (ranks, layouts, both passes) in fp32 and fp64
+  mistakes  forward and backward with a random --break mistake, every precision: the opposite
+            count, how many of them the rule fails (a mistake that changes nothing there, such as
+            finite-mask on rows that all see a key, passes rightly); exit 0 either way
 docs/correctness.md, section 2, gives what these found and what changed.
 """
 import argparse
@@ -87,7 +90,24 @@ def at_scales(rng):
     return args + ["--scale", rng.choice(scales)]
 
 
-KINDS = {"small": small, "tiny-d": tiny_d, "scales": at_scales, "merged": merged}
+def mistakes(rng):
+    sub = rng.choice(["forward", "backward"])
+    names = ["no-max", "no-rescale", "l-starts-at-1", "finite-mask", "wrong-align"]
+    mistake = rng.choice(names + (["no-d"] if sub == "backward" else []))
+    n = rng.choice([8, 17, 64, 100, 129])
+    args = [sub, "--break", mistake, "--n", str(n), "--m", str(rng.choice([n, 33, 60, 128])), "--d",
+            str(rng.choice([4, 16, 32, 64])), "--trace", "none"]
+    dt = rng.choice(["bf16", "fp16", "fp32", "fp64"])
+    args += ["--precision", dt] if dt in ("bf16", "fp16") else ["--dtype", dt]
+    if mistake in ("finite-mask", "wrong-align") or rng.random() < 0.3:
+        args += ["--causal-align", "bottom-right"]
+    if rng.random() < 0.3:
+        args += ["--scale", rng.choice(["0.5", "2.0", "5.0"])]
+    return args
+
+
+KINDS = {"small": small, "tiny-d": tiny_d, "scales": at_scales, "merged": merged,
+         "mistakes": mistakes}
 
 
 def main():
@@ -113,13 +133,20 @@ def main():
                 continue
             if isinstance(j, dict) and "pass" in j:
                 result = j
-        if r.returncode == 0 and result and result.get("pass") is True:
+        passed = r.returncode == 0 and result and result.get("pass") is True
+        if a.kind == "mistakes":  # --break exits 0 with its FAIL: count the runs the rule failed
+            failed += result is not None and result.get("pass") is not True
+            continue
+        if passed:
             continue
         failed += 1
         ratios = {k[4:]: "%.2g" % (result[k] / result["bound_" + k[4:]])
                   for k in (result or {}) if k.startswith("err_") and result.get("bound_" + k[4:])}
         print("FAIL (exit %d) flashdemo %s | error / bound %s | %s" %
               (r.returncode, " ".join(args), ratios, r.stderr.strip()[:200]))
+    if a.kind == "mistakes":
+        print("%d of %d runs with a mistake failed by the rule (seed %d)" % (failed, judged, a.seed))
+        sys.exit(0)
     print("%d of %d judged runs not a pass (%s, seed %d)" % (failed, judged, a.kind, a.seed))
     sys.exit(1 if failed else 0)
 
