@@ -19,6 +19,7 @@ docs/correctness.md, section 2, gives what these found and what changed.
 """
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -117,6 +118,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=200)
     a = ap.parse_args()
+    if not os.access(a.flashdemo, os.X_OK):
+        ap.error("%s: not an executable flashdemo" % a.flashdemo)
     rng = random.Random(a.seed)
     failed = judged = 0
     for _ in range(a.runs):
