@@ -303,6 +303,26 @@ TEST_CASE(
         }
 }
 
+// hopper's forward at d = 128 either side of where its grid changes (HopperDefaults: the
+// persistent grid with O sent by TMA up to 32 key tiles, the ordinary grid past them), in both
+// types, causal with both alignments: 32 key tiles exactly, 33 with a ragged last one, and more.
+TEST_CASE(
+    "hopper's forward at d = 128 passes the rule on both grids of its choice (32 key tiles)") {
+  const RungCase cases[] = {{1, 1, 130, 4096, 128},
+                            {1, 1, 130, 4097, 128},
+                            {2, 1, 70, 5000, 128},
+                            {1, 2, 300, 4200, 128}};
+  for (Precision prec : {Precision::bf16, Precision::fp16})
+    for (const RungCase& c : cases)
+      for (bool causal : {false, true})
+        for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
+          if (!causal && align == CausalAlign::bottom_right) continue;
+          INFO(precision_name(prec) << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m
+                                    << " causal=" << causal << " align=" << int(align));
+          check_rung(Impl::hopper, prec, c, AttnParams{causal, align, {}});
+        }
+}
+
 const Impl kBackwardRungs[] = {Impl::mma, Impl::hopper};
 
 TEST_CASE(
@@ -935,7 +955,8 @@ TEST_CASE("hopper's steps: the persistent backward passes the rule over several 
 TEST_CASE("hopper's steps: every setting ladder --steps lists is a kernel that runs") {
   using S = cuda::HopperStep;
   CHECK(cuda::hopper_steps(cuda::Pass::fwd, 64, Precision::fp16).size() == 8);
-  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 128, Precision::fp16).size() == 7);
+  // d = 128: the choice, the four overlaps, the persistent grid, its prefetch, O from registers
+  CHECK(cuda::hopper_steps(cuda::Pass::fwd, 128, Precision::fp16).size() == 8);
   // d = 256: no persistent grid, no O staging (shared memory): the choice and the four overlaps
   CHECK(cuda::hopper_steps(cuda::Pass::fwd, 256, Precision::bf16).size() == 5);
   CHECK(cuda::hopper_steps(cuda::Pass::bwd, 128, Precision::fp16) ==

@@ -3,8 +3,11 @@
 //   forward    (ping-pong, overlap) in {0, 1}^2 with two consumer warpgroups, at d = 64 three
 //              (the rung's there), the persistent grid, O sent by TMA from shared
 //              memory rather than stored from registers (bf16), the persistent grid with
-//              the next item's Q_i and first key tiles sent to L2 ahead; at d = 256 none of
-//              the last three (no shared memory left for them); at d = 64 1 in 8 or 1 in 4
+//              the next item's Q_i and first key tiles sent to L2 ahead (at d = 256 none of
+//              these three: no shared memory left for them); at d = 128 O stored from
+//              registers on the choice's grid (the choice sends it by TMA on the
+//              persistent grid there) and key tiles of 176 on the ordinary grid (bf16);
+//              at d = 64 1 in 8 or 1 in 4
 //              of the softmax's exps on the FMA pipe (exp2_fma, bf16), and four K, V stages
 //              on the persistent grid (bf16)                                 hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
@@ -24,7 +27,7 @@ namespace {
 
 // One table of the settings: where each applies (the pass; d, 0 for any; whether only bf16 has
 // its kernel) and what it sets: the forward's HopperFwdSteps (ping-pong, overlap, persistent,
-// consumers, stage_o, exp_fma, prefetch, stages), or the backward's
+// consumers, stage_o, exp_fma, prefetch, stages, bc), or the backward's
 // HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Stages3 = 32,
 // Writer = 64, Br, held,
 // staging, persistent, rotate; -1 the rung's default). rung_choice stands once per pass, with every
@@ -46,6 +49,8 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::fwd_three_consumers, Pass::fwd, 64, false, {0, 0, 0, 3}, {}},
     {HopperStep::fwd_persistent, Pass::fwd, 0, false, {0, -1, 1}, {}},
     {HopperStep::fwd_o_staged, Pass::fwd, 0, true, {0, -1, -1, -1, 1}, {}},
+    {HopperStep::fwd_o_registers, Pass::fwd, 128, false, {0, -1, -1, -1, 0}, {}},
+    {HopperStep::fwd_bc176, Pass::fwd, 128, true, {0, 1, 0, 2, 0, 0, 0, -1, 176}, {}},
     {HopperStep::fwd_prefetch, Pass::fwd, 0, false, {0, -1, 1, -1, -1, 0, 2}, {}},
     {HopperStep::fwd_stages4, Pass::fwd, 64, true, {0, 0, 1, -1, -1, 0, -1, 4}, {}},
     {HopperStep::fwd_exp_fma8, Pass::fwd, 64, true, {0, -1, -1, -1, 0, 8}, {}},

@@ -31,10 +31,12 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each; -1:
 // the rung's choice at d and the key tiles).
 // consumers: the consumer warpgroups, 2 (Br = 128) or 3 (Br = 192, d = 64 only; -1: the rung's
-// choice, 3 at d = 64). stage_o: O stored from registers (0, the rung's) or sent from shared
-// memory by TMA (1; bf16 only, without ping-pong). exp_fma: 1 in exp_fma of the softmax's
+// choice, 3 at d = 64). stage_o: O stored from registers (0) or sent from shared memory by TMA (1;
+// without ping-pong; in fp16 only as the choice, d = 128's persistent grid with the overlap; -1:
+// the rung's choice, 1 there and 0 elsewhere). exp_fma: 1 in exp_fma of the softmax's
 // exponentials on the FMA pipe (exp2_fma) instead of the special-function unit (0, the rung's;
-// 8 or 4: d = 64, bf16, without overlap, ping-pong or O staged).
+// 8 or 4: d = 64, bf16, without overlap, ping-pong or O staged). bc: the key tile (-1, the rung's;
+// 176 at d = 128, bf16, on the ordinary grid with O from registers: the step fwd_bc176).
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
   int consumers = -1;
@@ -42,6 +44,7 @@ struct HopperFwdSteps {
   int exp_fma = 0;
   int prefetch = -1;
   int stages = -1;
+  int bc = -1;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
@@ -95,6 +98,8 @@ enum class HopperStep {
   fwd_three_consumers,
   fwd_persistent,
   fwd_o_staged,
+  fwd_o_registers,
+  fwd_bc176,
   fwd_prefetch,
   fwd_stages4,
   fwd_exp_fma8,

@@ -119,7 +119,8 @@ const int* device_schedule(std::unique_ptr<DeviceArray<int>>& held, int items, i
 
 // The forward's kernel of `consumers` consumer warpgroups (2; or 3 at d = 64, Br = 192) with its
 // shared memory, on the ordinary grid (Tr, heads) or the persistent one (blocks).
-// O leaves from registers (the rung's), or by TMA from its staging (kStageO; bf16 only: a step).
+// O leaves from registers, or by TMA from its staging (kStageO: the rung's on d = 128's persistent
+// grid, in both types; elsewhere a step, bf16 only).
 template <class E, int kD, int kConsumers>
 struct ForwardLaunch {
   const DeviceProblem<E>& p;
@@ -174,10 +175,38 @@ struct ForwardLaunch {
       return on_grid<false>(a, grid, overlap, persistent);
     else if constexpr (std::is_same_v<E, __nv_bfloat16>)
       return on_grid<true>(a, grid, overlap, persistent);
-    else
-      throw CudaError("hopper's forward sends O by TMA in bf16 only (a timed step)");
+    else {
+      if constexpr (kD == 128)  // fp16: the choice's own (HopperDefaults)
+        if (persistent && overlap) return go<false, true, false, true, true>(a, grid);
+      throw CudaError(
+          "hopper's forward sends O by TMA in fp16 only as its choice does (the persistent grid "
+          "with the overlap at d = 128); other settings in bf16 (timed steps)");
+    }
   }
 };
+
+// The step fwd_bc176: key tiles of Bc = 176 at d = 128 (kHopperWideBc) on the ordinary grid, bf16,
+// with the overlap (without it, ptxas spills 12 bytes: not built). Its own tiling of the problem
+// (Br as the rung's, Bc = 176) and its own maps of K and V (boxes of 176 rows); Q and O as the
+// problem's.
+template <class E, int kD>
+void launch_wide_key_tiles(const DeviceProblem<E>& p, HopperArgs<E> a) {
+  if constexpr (kD == 128 && std::is_same_v<E, __nv_bfloat16>) {
+    constexpr int Bc = kHopperWideBc;
+    a.tiling = Tiling{p.s.n, p.s.m, p.tiling.Br, Bc};
+    const CUtensorMap tmK = tensor_map(p.K.ptr, p.s.heads(), p.s.m, kD, Bc);
+    const CUtensorMap tmV = tensor_map(p.V.ptr, p.s.heads(), p.s.m, kD, Bc);
+    const dim3 grid(unsigned(a.tiling.Tr()), unsigned(p.s.heads()));
+    constexpr std::size_t bytes = HopperSmem<kD, 1, kHopperBr, false, kHopperStages, Bc>::kBytes;
+    const auto kernel =
+        hopper_forward_kernel<E, kD, false, true, false, false, 2, false, 0, kHopperStages, Bc>;
+    allow_smem(kernel, bytes);
+    kernel<<<grid, hopper_threads(2), bytes>>>(p.maps.Q, tmK, tmV, p.maps.O, a);
+  } else {
+    (void)p, (void)a;
+    throw CudaError("hopper's forward takes key tiles of 176 at d = 128 in bf16 only");
+  }
+}
 
 template <class E, int kD>
 void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
@@ -189,11 +218,12 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
   if (steps.overlap < 0) steps.overlap = Defaults::overlap;
   if (steps.consumers < 0) steps.consumers = int(p.tiling.Br / 64);  // (problem_tiles' Br)
-  if (steps.stage_o < 0) steps.stage_o = Defaults::stage_o;
   if (steps.prefetch < 0) steps.prefetch = Defaults::prefetch;
   if (steps.stages < 0) steps.stages = kHopperStages;
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
     steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
+  if (steps.stage_o < 0)  // (the L2 prefetch, a step, is built with O from registers only)
+    steps.stage_o = Defaults::stage_o(steps.persistent == 1, steps.overlap) && steps.prefetch == 0;
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
   if (steps.stages != kHopperStages &&
@@ -230,6 +260,17 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
         "Br = 192, without ping-pong; not " +
         std::to_string(steps.consumers) + " at d = " + std::to_string(kD) +
         ", Br = " + std::to_string(p.tiling.Br));
+  if (steps.bc > 0 && steps.bc != hopper_bc(kD)) {  // key tiles of 176 (a step)
+    if (kD != 128 || steps.bc != kHopperWideBc || !std::is_same_v<E, __nv_bfloat16> ||
+        steps.ping_pong || !steps.overlap || steps.persistent == 1 || steps.stage_o == 1 ||
+        steps.consumers != 2 || steps.exp_fma != 0 || steps.prefetch > 0 ||
+        steps.stages != kHopperStages || a.trace.computed)
+      throw CudaError(
+          "hopper's forward takes key tiles of 176 at d = 128 only, in bf16, on the ordinary grid "
+          "with the overlap, two consumer warpgroups and O from registers, without ping-pong or "
+          "the trace (a timed step)");
+    return launch_wide_key_tiles<E, kD>(p, a);
+  }
   if (steps.persistent == 1) {  // one block an SM over the (i, head) items
     const int Tr = int(p.tiling.Tr()), items = Tr * int(heads);
     const int blocks = std::min(items, sm_count());

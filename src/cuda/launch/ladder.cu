@@ -143,7 +143,7 @@ HopperSteps launch_steps(HopperFwdSteps fwd) {
   HopperSteps steps;
   steps.ping_pong = fwd.ping_pong, steps.overlap = fwd.overlap, steps.persistent = fwd.persistent;
   steps.consumers = fwd.consumers, steps.stage_o = fwd.stage_o, steps.exp_fma = fwd.exp_fma;
-  steps.prefetch = fwd.prefetch, steps.stages = fwd.stages;
+  steps.prefetch = fwd.prefetch, steps.stages = fwd.stages, steps.bc = fwd.bc;
   return steps;
 }
 

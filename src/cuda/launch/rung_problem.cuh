@@ -158,10 +158,12 @@ struct HopperSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;  // -1: HopperDefaults<d>
   int consumers = -1;  // consumer warpgroups: 3 (d = 64, Br = 192) or 2 (Br = 128), as the
                        // problem's tiling; -1: HopperDefaults<d>
-  int stage_o = -1;    // O from registers (0) or through shared memory and TMA (1, bf16 only)
+  int stage_o = -1;    // O from registers (0) or through shared memory and TMA (1; fp16 only as
+                       // the choice's, d = 128's persistent grid with the overlap)
   int exp_fma = 0;     // 1 in exp_fma of the softmax's exps by exp2_fma (0: none; 8 or 4: d = 64)
   int prefetch = -1;   // the persistent grid's L2 prefetch: the next item's first key tiles
   int stages = -1;     // K, V stages: kHopperStages, or 4 (d = 64, persistent, bf16: a step)
+  int bc = -1;         // the key tile: hopper_bc(d), or 176 (d = 128, bf16, ordinary grid: a step)
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
   int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
   int bwd_rotate = 0;      // the rung's backward, each key tile's walk rotated (kBwdRotate)

@@ -272,6 +272,14 @@ __device__ inline void named_barrier_arrive(int id, int threads) {
   FD_ACC64, FD_ACC4(16), FD_ACC4(17), FD_ACC4(18), FD_ACC4(19), FD_ACC4(20), FD_ACC4(21),        \
       FD_ACC4(22), FD_ACC4(23), FD_ACC4(24), FD_ACC4(25), FD_ACC4(26), FD_ACC4(27), FD_ACC4(28), \
       FD_ACC4(29), FD_ACC4(30), FD_ACC4(31)
+#define FD_ACC88 \
+  FD_ACC64, FD_ACC4(16), FD_ACC4(17), FD_ACC4(18), FD_ACC4(19), FD_ACC4(20), FD_ACC4(21)
+#define FD_REGS88                                                                               \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "  \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "  \
+  "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "  \
+  "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}"
 #define FD_REGS16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define FD_REGS32                                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
@@ -341,6 +349,16 @@ __device__ inline void wgmma_ss_n128(float (&d)[128 / 8][4], std::uint64_t a, st
   else
     FD_WGMMA_SS("128", FD_REGS64, FD_ACC64, "64", "65", "66", "bf16", "0", "0");
 }
+// n176: Bc = 176 at d = 128 (the step fwd_bc176, FlashAttention-3's key tile there): the 88
+// accumulators %0 .. %87, then a, b, accumulate %88, %89, %90.
+template <class E>
+__device__ inline void wgmma_ss_n176(float (&d)[176 / 8][4], std::uint64_t a, std::uint64_t b,
+                                     int accumulate) {
+  if constexpr (std::is_same_v<E, __half>)
+    FD_WGMMA_SS("176", FD_REGS88, FD_ACC88, "88", "89", "90", "f16", "0", "0");
+  else
+    FD_WGMMA_SS("176", FD_REGS88, FD_ACC88, "88", "89", "90", "bf16", "0", "0");
+}
 template <class E>
 __device__ inline void wgmma_ss_n64(float (&d)[64 / 8][4], std::uint64_t a, std::uint64_t b,
                                     int accumulate) {
@@ -409,8 +427,8 @@ __device__ inline void wgmma_rs_k_n64(float (&d)[64 / 8][4], const std::uint32_t
     FD_WGMMA_RS_K("64", FD_REGS32, FD_ACC32, "32, %33, %34, %35", "36", "37", "bf16");
 }
 
-// D (64 x N) = A B^T for N = 64 or 128, both K-major in shared memory; or, kTransposed, D = A B
-// for N = 32 or 64, both MN-major (read transposed).
+// D (64 x N) = A B^T for N = 64, 128 or 176, both K-major in shared memory; or, kTransposed, D = A
+// B for N = 32 or 64, both MN-major (read transposed).
 template <class E, int N, bool kTransposed = false>
 __device__ inline void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b,
                                 int accumulate) {
@@ -421,8 +439,10 @@ __device__ inline void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint
     else
       wgmma_ss_tt_n32<E>(d, a, b, accumulate);
   } else {
-    static_assert(N == 64 || N == 128, "wgmma_ss: n64 or n128");
-    if constexpr (N == 128)
+    static_assert(N == 64 || N == 128 || N == 176, "wgmma_ss: n64, n128 or n176");
+    if constexpr (N == 176)
+      wgmma_ss_n176<E>(d, a, b, accumulate);
+    else if constexpr (N == 128)
       wgmma_ss_n128<E>(d, a, b, accumulate);
     else
       wgmma_ss_n64<E>(d, a, b, accumulate);
@@ -445,10 +465,12 @@ __device__ inline void wgmma_rs(float (&d)[N / 8][4], const std::uint32_t (&a)[4
 #undef FD_WGMMA_RS
 #undef FD_WGMMA_SS
 #undef FD_REGS128
+#undef FD_REGS88
 #undef FD_REGS64
 #undef FD_REGS32
 #undef FD_REGS16
 #undef FD_ACC128
+#undef FD_ACC88
 #undef FD_ACC64
 #undef FD_ACC32
 #undef FD_ACC16

@@ -16,8 +16,8 @@
 //       O = alpha O,  O += P V_j    wgmma m64n{d}k16, P from registers (rounded to E), V_j
 //                                   read transposed from shared memory
 //     then O_i = O / l and L_i = m2 ln 2 + log l, straight from registers to global memory.
-// With kPersistent (the rung's grid at d = 128, and at d = 64 with short rows: HopperDefaults;
-// a step of `ladder --steps` at every d), the grid is one block an SM, each block
+// With kPersistent (the rung's grid at short rows, d = 64 and 128: HopperDefaults; a step of
+// `ladder --steps` at every d), the grid is one block an SM, each block
 // looping over work items (i, head) (persistent_item: head groups, causal rows longest first),
 // its own list of them dealt by the launcher (block_schedule: each to the least loaded block):
 // the producer loads the next item's Q_i into the second of two Q buffers (full_q, empty_q per
@@ -25,7 +25,8 @@
 // finish this item's last P V and write its O; the stages' phases count tiles across items.
 // With kOverlap too (d = 128), the consumers take the items as one stream of tiles: the next
 // item's S_0 is issued beside this item's last P V, and its softmax runs under it.
-// Two steps at the change of item (built 2026-12-05, not yet timed): with HopperArgs::prefetch
+// Two steps at the change of item (timed 2026-12-06: the prefetch 0.94x to 0.99x, four stages
+// level; neither the rung's): with HopperArgs::prefetch
 // (fwd_prefetch), the producer sends the next item's Q_i and first K_j, V_j to L2
 // (cp.async.bulk.prefetch.tensor) kPrefetchLead tiles before its item's end, so that their
 // copies at the change read L2, not DRAM; with kKvStages = 4 (fwd_stages4, d = 64, where 5
@@ -35,10 +36,15 @@
 // each, Br = 192, 512 threads, registers 24 / 160 (below): each K_j, V_j loaded serves 192 query
 // rows, not 128 (1.16x at n = 16384 on the H200, docs/gpu-ladder.md); at d = 128, O alone takes 64
 // of a consumer's registers and S, P 96 more, over 160.
-// With kStageO (a step, fwd_o_staged; 1.01x to 1.02x, within the noise), each consumer warpgroup
+// With kStageO (the rung's on d = 128's persistent grid: HopperDefaults), each consumer warpgroup
 // writes its 64 rows of O into shared memory in the tensor map's swizzled boxes and one of its
 // threads sends them by TMA (cp.async.bulk.tensor, shared to global), so the next item's GEMMs
 // need not wait behind the stores to global memory; L still goes from registers.
+// With kBc = 176 (a step at d = 128, fwd_bc176, built 2026-12-06 and not yet timed), key tiles of
+// 176 keys on the ordinary grid with the overlap, as FlashAttention-3 tiles its d = 128 forward
+// without a mask (128 x 176; 128 x 128 under a causal mask): S is one m64n176k16 wgmma a k step,
+// P V 11 k steps a tile where 128 keys take 8, so each tile's barrier waits, row reductions and
+// O rescale serve 1.375x the keys. Shared memory and registers: kHopperWideBc, below.
 // With kExpFma = 8 or 4 (steps at d = 64, fwd_exp_fma8 and fwd_exp_fma4), 1 in 8 or 1 in 4 of
 // the softmax's exponentials is computed by exp2_fma on the FMA and integer pipes, the rest by ex2
 // on the special-function unit (16 a cycle an SM, against the tensor cores' 4096 bf16 FLOPs: at
@@ -117,28 +123,38 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // The overlap steps the rung runs with at each d: the fastest of the four settings measured on
 // the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
 // O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
-// The grid: persistent (block_schedule's lists) where it measured faster than a block per item,
-// at d = 128 (1.03x to 1.2x at n = 1024 to 16384, causal or not), and at d = 64 only where an item
-// has at most 8 key tiles (n = 1024: 1.05x, causal 1.1x; at n = 16384, 0.93x to 0.97x: there
-// the persistent loop's steady state at d = 64 is slower and hides little).
+// The grid: persistent (block_schedule's lists) where it measured faster than a block per item:
+// at d = 128 while an item has at most 32 key tiles (n <= 4096: 1.03x to 1.2x at n = 1024 on the
+// H200; level with the ordinary grid at n = 2048 and 4096 on an H100), and at d = 64 while it
+// has at most 8 (n = 1024: 1.05x, causal 1.1x; at n = 16384, 0.93x to 0.97x: there the persistent
+// loop's steady state at d = 64 is slower and hides little). Past 32 key tiles at d = 128 the
+// ordinary grid with the overlap: 1.05x on the H200 (session 19) and 1.04x to 1.09x (causal
+// 1.03x) at n = 16384 on an H100 (sessions 27 and 28), where an item's 128 tiles hide its start
+// either way and the persistent loop's change of item costs more than it saves.
 // The consumer warpgroups: three at d = 64 (Br = 192; 498 against 429 TFLOP/s at n = 16384, causal
 // 491 against 429, on the ordinary grid without the overlap, which costs 13 % with three), two
 // at d = 128 (three do not fit its registers: HopperFits). On a problem whose rows Br = 192 pads
 // more than three consumers gain, two at d = 64 too (problem_tiles, cuda_api.hpp): the launch
 // takes the consumers from the problem's Br.
-// O leaves from registers; sending it by TMA from shared memory (stage_o, the step
-// fwd_o_staged) measured 1.01x to 1.02x, inside what one call resolves (docs/gpu-ladder.md, "O
-// through shared memory").
+// O: sent by TMA from shared memory (stage_o) on d = 128's persistent grid with the overlap, where
+// it measured 1.013x to 1.03x in all four runs at n = 1024 to 4096 on an H100 (level in the three
+// at n = 16384; docs/gpu-ladder.md, "O through shared memory" and session 28): with items of few
+// tiles the store of O from registers is a share of an item's time, and the TMA store leaves the
+// consumers free for the next item's GEMMs. From registers everywhere else (at d = 64, 1.00x to
+// 1.02x; on the ordinary grid not measured as the choice).
 // At d = 256: the overlap (the best of the four settings on the H200, 698.9 TFLOP/s at n = 4096),
 // as at d = 128 and as FlashAttention-3 runs its d = 256 forward; the ordinary grid, the
 // persistent one's second Q buffer not fitting.
 template <int kD>
 struct HopperDefaults {
-  static constexpr bool ping_pong = false, overlap = kD >= 128, stage_o = false;
+  static constexpr bool ping_pong = false, overlap = kD >= 128;
   static constexpr int consumers = kD == 64 ? 3 : 2;
   static constexpr int prefetch = 0;  // the next item's key tiles sent to L2 (fwd_prefetch)
   static constexpr bool persistent(index_t key_tiles) {
-    return kD == 128 || (kD == 64 && key_tiles <= 8);
+    return (kD == 128 && key_tiles <= 32) || (kD == 64 && key_tiles <= 8);
+  }
+  static constexpr bool stage_o(bool on_persistent_grid, bool overlap) {
+    return kD == 128 && on_persistent_grid && overlap;
   }
 };
 
@@ -156,7 +172,8 @@ struct HopperArgs {
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte.
-//   kTile = 128 x d x 2 bytes: 16,384 at d = 64, 32,768 at d = 128 (K and V each, per stage)
+//   kTile = Bc x d x 2 bytes: 16,384 at d = 64, 32,768 at d = 128 (K and V each, per stage; Bc =
+//           128, and 45,056 at d = 128 with the step's Bc = 176)
 //   kK = Q's 128 x d x 2, kV = kK + kStages kTile, kBarriers = kV + kStages kTile
 //   kBytes = kBarriers + 9 mbarriers of 8 bytes (full_q; full_k, full_v, empty_k, empty_v per
 //            stage: 1 + 4 kStages) + 1024 (aligned_1024's padding at most 1008)
@@ -173,10 +190,11 @@ struct HopperArgs {
 // O staged for its TMA store (kStageO) takes Br x d x 2 bytes more, after V (a multiple of 1024):
 // the most, d = 128 on the persistent grid, 197,728 + 32,768 = 230,496 bytes (<= 232,448).
 // kStages: the K, V stages (kHopperStages, the rung's; 4 at d = 64 as the step fwd_stages4).
+// kBc: the key tile (hopper_bc, the rung's; 176 at d = 128 as the step fwd_bc176, below).
 template <int kD, int kQBuffers = 1, int kBr = kHopperBr, bool kStageO = false,
-          int kStages = kHopperStages>
+          int kStages = kHopperStages, int kBc = hopper_bc(kD)>
 struct HopperSmem {
-  static constexpr int kTile = hopper_bc(kD) * kD * 2;                   // one K or V tile
+  static constexpr int kTile = kBc * kD * 2;                             // one K or V tile
   static constexpr int kQBarriers = kQBuffers == 1 ? 1 : 2 * kQBuffers;  // full_q (and empty_q)
   static constexpr int kQ = 0, kK = kQBuffers * kBr * kD * 2;
   static constexpr int kV = kK + kStages * kTile;
@@ -193,6 +211,18 @@ static_assert(HopperSmem<128, 2, kHopperBr, true>::kBytes <= int(kSmemOptIn),
 // At d = 256 (Bc = 64): Q 65,536 + 2 stages x (K + V) 2 x 2 x 32,768 = 196,608 bytes of tiles,
 // 197,704 with the barriers and the alignment; a second Q buffer (the persistent grid) or O's
 // staging would add 65,536 more, past the 232,448: the ordinary grid only, O from registers.
+// Key tiles of Bc = 176 at d = 128 (the step fwd_bc176: FlashAttention-3's tile for its d = 128
+// forward without a mask, 11 k steps of P V a tile where 128 keys take 8): K and V 2 stages x 2 x
+// 176 x 128 x 2 = 180,224 bytes, + Q 32,768 + 72 + 1024 = 214,088, on the ordinary grid (one Q
+// buffer; a second would pass 232,448). A tile is 45,056 bytes, 44 x 1024: every stage starts
+// swizzle-aligned; S takes 88 registers of a consumer thread, P 44, O 64 (196 of its 240).
+inline constexpr int kHopperWideBc = 176;
+static_assert(HopperSmem<128, 1, kHopperBr, false, kHopperStages, kHopperWideBc>::kBytes ==
+                      214088 &&
+                  HopperSmem<128, 2, kHopperBr, false, kHopperStages, kHopperWideBc>::kBytes >
+                      int(kSmemOptIn),
+              "Bc = 176 at d = 128: the ordinary grid only");
+static_assert(kHopperWideBc * 128 * 2 % 1024 == 0, "Bc = 176: stages 1024-aligned");
 template <int kD>
 inline constexpr bool kHopperPersistentFits = HopperSmem<kD, 2>::kBytes <= int(kSmemOptIn);
 template <int kD>
@@ -305,7 +335,8 @@ FD_HOST_DEVICE FwdItem forward_item(int w, int Tr, int heads, int blocks, bool c
 }
 
 template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false,
-          int kConsumers = 2, bool kStageO = false, int kExpFma = 0, int kKvStages = kHopperStages>
+          int kConsumers = 2, bool kStageO = false, int kExpFma = 0, int kKvStages = kHopperStages,
+          int kBc = hopper_bc(kD)>
 __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
@@ -321,8 +352,11 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   // grid, O from registers, and three consumer warpgroups only without the overlap (ptxas: its
   // producer code raised those instances' spills, up to 8 bytes where there were none).
   constexpr bool kPrefetch = kPersistent && !kStageO && (kConsumers == 2 || !kOverlap);
-  constexpr int Br = 64 * kConsumers, Bc = hopper_bc(kD), kStages = kKvStages;
-  using L = HopperSmem<kD, kQBuffers, Br, kStageO, kStages>;
+  static_assert(kBc == hopper_bc(kD) || (kD == 128 && kBc == kHopperWideBc && !kPersistent &&
+                                         !kStageO && kConsumers == 2 && !kTrace),
+                "a key tile other than the rung's: Bc = 176 at d = 128 on the ordinary grid");
+  constexpr int Br = 64 * kConsumers, Bc = kBc, kStages = kKvStages;
+  using L = HopperSmem<kD, kQBuffers, Br, kStageO, kStages, Bc>;
   static_assert(L::kBytes <= int(kSmemOptIn), "this instance's tiles past shared memory");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -527,12 +561,12 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   float m_old[2], alpha[2] = {1.0f, 1.0f};
   bool moved = false;
   auto issue_s = [&](const Item& x, index_t j) {  // S = Q_i K_j^T
-    issue_qk<E, kD, Br>(s, Q0.plus((x.qn % kQBuffers) * Br * kD), Kk.plus(stage(x, j) * Bc * kD),
-                        c);
+    issue_qk<E, kD, Br, Bc>(s, Q0.plus((x.qn % kQBuffers) * Br * kD),
+                            Kk.plus(stage(x, j) * Bc * kD), c);
   };
   auto issue_o = [&](const Item& x, index_t j) {  // O += P_j V_j
     hopper_ptx::fence_operands(p);
-    issue_pv<E, kD>(o, p, Vt.plus(stage(x, j) * Bc * kD));
+    issue_pv<E, kD, Bc>(o, p, Vt.plus(stage(x, j) * Bc * kD));
   };
   auto softmax = [&](const Item& x, index_t j, FragmentRows& rows) {  // S -> P, then the trace
     if (j >= x.F || (j + 1) * Bc > a.n_keys)
