@@ -252,6 +252,8 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::fwd_o_staged, "fwd_o_staged", Msg::step_fwd_o_staged},
     {cuda::HopperStep::fwd_o_registers, "fwd_o_registers", Msg::step_fwd_o_registers},
     {cuda::HopperStep::fwd_bc176, "fwd_bc176", Msg::step_fwd_bc176},
+    {cuda::HopperStep::fwd_persistent_overlap, "fwd_persistent_overlap",
+     Msg::step_fwd_persistent_overlap},
     {cuda::HopperStep::fwd_prefetch, "fwd_prefetch", Msg::step_fwd_prefetch},
     {cuda::HopperStep::fwd_stages4, "fwd_stages4", Msg::step_fwd_stages4},
     {cuda::HopperStep::fwd_exp_fma8, "fwd_exp_fma8", Msg::step_fwd_exp_fma8},

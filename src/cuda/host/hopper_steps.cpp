@@ -7,6 +7,8 @@
 //              these three: no shared memory left for them); at d = 128 O stored from
 //              registers on the choice's grid (the choice sends it by TMA on the
 //              persistent grid there) and key tiles of 176 on the ordinary grid (bf16);
+//              at d = 64 the persistent grid with two consumer warpgroups and the overlap
+//              across items (d = 128's stream of tiles: Br = 128);
 //              at d = 64 1 in 8 or 1 in 4
 //              of the softmax's exps on the FMA pipe (exp2_fma, bf16), and four K, V stages
 //              on the persistent grid (bf16)                                 hopper.cuh
@@ -51,6 +53,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::fwd_o_staged, Pass::fwd, 0, true, {0, -1, -1, -1, 1}, {}},
     {HopperStep::fwd_o_registers, Pass::fwd, 128, false, {0, -1, -1, -1, 0}, {}},
     {HopperStep::fwd_bc176, Pass::fwd, 128, true, {0, 1, 0, 2, 0, 0, 0, -1, 176}, {}},
+    {HopperStep::fwd_persistent_overlap, Pass::fwd, 64, false, {0, 1, 1, 2}, {}},
     {HopperStep::fwd_prefetch, Pass::fwd, 0, false, {0, -1, 1, -1, -1, 0, 2}, {}},
     {HopperStep::fwd_stages4, Pass::fwd, 64, true, {0, 0, 1, -1, -1, 0, -1, 4}, {}},
     {HopperStep::fwd_exp_fma8, Pass::fwd, 64, true, {0, -1, -1, -1, 0, 8}, {}},

@@ -100,6 +100,7 @@ enum class HopperStep {
   fwd_o_staged,
   fwd_o_registers,
   fwd_bc176,
+  fwd_persistent_overlap,
   fwd_prefetch,
   fwd_stages4,
   fwd_exp_fma8,
