@@ -137,7 +137,7 @@ struct ForwardLaunch {
   // The tracing kernel: the rung's own steps.
   void traced(const HopperArgs<E>& a, dim3 grid) const {
     using Defaults = HopperDefaults<kD>;
-    go<Defaults::ping_pong, Defaults::overlap, true, false>(a, grid);
+    go<Defaults::ping_pong, Defaults::overlap(kConsumers, false), true, false>(a, grid);
   }
   // Either grid, with or without the overlap, O stored as kStageO says.
   template <bool kStageO>
@@ -216,12 +216,13 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
   using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
-  if (steps.overlap < 0) steps.overlap = Defaults::overlap;
   if (steps.consumers < 0) steps.consumers = int(p.tiling.Br / 64);  // (problem_tiles' Br)
   if (steps.prefetch < 0) steps.prefetch = Defaults::prefetch;
   if (steps.stages < 0) steps.stages = kHopperStages;
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
     steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
+  if (steps.overlap < 0)  // (the exps on the FMA pipe, a step, are built without it)
+    steps.overlap = Defaults::overlap(steps.consumers, steps.persistent == 1) && steps.exp_fma == 0;
   if (steps.stage_o < 0)  // (the L2 prefetch, a step, is built with O from registers only)
     steps.stage_o = Defaults::stage_o(steps.persistent == 1, steps.overlap) && steps.prefetch == 0;
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))

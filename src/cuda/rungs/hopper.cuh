@@ -23,8 +23,9 @@
 // the producer loads the next item's Q_i into the second of two Q buffers (full_q, empty_q per
 // buffer) and its first K_j, V_j into the stages as they free up, while the consumers still
 // finish this item's last P V and write its O; the stages' phases count tiles across items.
-// With kOverlap too (d = 128), the consumers take the items as one stream of tiles: the next
-// item's S_0 is issued beside this item's last P V, and its softmax runs under it.
+// With kOverlap too (d = 128; d = 64 with two consumer warpgroups), the consumers take the items
+// as one stream of tiles: the next item's S_0 is issued beside this item's last P V, and its
+// softmax runs under it.
 // Two steps at the change of item (timed 2026-12-06: the prefetch 0.94x to 0.99x, four stages
 // level; neither the rung's): with HopperArgs::prefetch
 // (fwd_prefetch), the producer sends the next item's Q_i and first K_j, V_j to L2
@@ -40,7 +41,7 @@
 // writes its 64 rows of O into shared memory in the tensor map's swizzled boxes and one of its
 // threads sends them by TMA (cp.async.bulk.tensor, shared to global), so the next item's GEMMs
 // need not wait behind the stores to global memory; L still goes from registers.
-// With kBc = 176 (a step at d = 128, fwd_bc176, built 2026-12-06 and not yet timed), key tiles of
+// With kBc = 176 (a step at d = 128, fwd_bc176: 0.99x to 1.012x, not the rung's), key tiles of
 // 176 keys on the ordinary grid with the overlap, as FlashAttention-3 tiles its d = 128 forward
 // without a mask (128 x 176; 128 x 128 under a causal mask): S is one m64n176k16 wgmma a k step,
 // P V 11 k steps a tile where 128 keys take 8, so each tile's barrier waits, row reductions and
@@ -122,7 +123,11 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
               "three consumer warpgroups: the register file");
 // The overlap steps the rung runs with at each d: the fastest of the four settings measured on
 // the H200 (docs/gpu-ladder.md has them all). At d = 128 the softmax of tile j + 1 under
-// O += P_j V_j; at d = 64 neither step paid (the plain loop measured fastest).
+// O += P_j V_j; at d = 64 neither step paid on the ordinary grid (the plain loop measured
+// fastest), but with two consumer warpgroups on the persistent grid (the short causal rows, where
+// problem_tiles takes Br = 128) the overlap runs the items as one stream of tiles: 1.035x at
+// (16, 32, 1024, 64) causal on an H100 (session 29, `fwd_persistent_overlap`), where an item has
+// 4.5 key tiles on average and its first softmax and last P V are a large share of it.
 // The grid: persistent (block_schedule's lists) where it measured faster than a block per item:
 // at d = 128 while an item has at most 32 key tiles (n <= 4096: 1.03x to 1.2x at n = 1024 on the
 // H200; level with the ordinary grid at n = 2048 and 4096 on an H100), and at d = 64 while it
@@ -147,8 +152,11 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // persistent one's second Q buffer not fitting.
 template <int kD>
 struct HopperDefaults {
-  static constexpr bool ping_pong = false, overlap = kD >= 128;
+  static constexpr bool ping_pong = false;
   static constexpr int consumers = kD == 64 ? 3 : 2;
+  static constexpr bool overlap(int consumer_warpgroups, bool on_persistent_grid) {
+    return kD >= 128 || (consumer_warpgroups == 2 && on_persistent_grid);
+  }
   static constexpr int prefetch = 0;  // the next item's key tiles sent to L2 (fwd_prefetch)
   static constexpr bool persistent(index_t key_tiles) {
     return (kD == 128 && key_tiles <= 32) || (kD == 64 && key_tiles <= 8);
