@@ -88,9 +88,9 @@
 
 namespace fd::cuda {
 
-// 384 = 3 warpgroups of 128; Br = 128 = 2 consumer warpgroups x wgmma's m of 64 rows; Bc = 128, the
-// n of S's wgmma (m64n128k16), but 64 at d = 256 (hopper_bc).
-inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperBc = 128, kHopperStages = 2;
+// 384 = 3 warpgroups of 128; Br = 128 = 2 consumer warpgroups x wgmma's m of 64 rows. The key
+// tile Bc is the n of S's wgmma (m64n128k16 at d = 64 and 128): hopper_bc, below.
+inline constexpr int kHopperThreads = 384, kHopperBr = 128, kHopperStages = 2;
 // The persistent forward's L2 prefetch of the next item (HopperArgs::prefetch): issued when the
 // producer reaches this many tiles before its item's end (it runs up to kKvStages ahead).
 inline constexpr index_t kPrefetchLead = 3;
