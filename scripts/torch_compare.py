@@ -11,7 +11,14 @@ only when bench verified its output first ("verified": true); anything else coun
 PyTorch's times: as flashdemo times its own (gpu_timing.py: L2 flushed before each call, the
 calls queued, CUDA events around each), median of --reps after --warmup, one backend at a
 time (torch.nn.attention.sdpa_kernel); a backend that refuses the case is left blank.
+
+--runs N times every case N times, each run on fresh arrays (a new `flashdemo bench` process and
+new PyTorch tensors): on an H100 one kernel's speed at some shapes depends on where its arrays
+land (docs/gpu-ladder.md, session 29: 660 or 707 TFLOP/s by allocation at (1, 16, 16384, 128)),
+and cuDNN's moves as much, so a single run's verdict can flip. Each column is then the median of
+the runs, the ratios the median of each run's own ratio, and "range" their least and greatest.
 """
+import statistics
 import argparse
 import json
 import subprocess
@@ -69,6 +76,15 @@ def flashdemo_ms(exe, impl, dtype, b, h, n, d, causal, pass_):
     return bench[-1]["median_ms"]
 
 
+def one_run(a, flops, b, h, n, d, causal, pass_):
+    """One run of a case on fresh arrays: flashdemo's and each backend's TFLOP/s (0 for ours when
+    bench did not verify)."""
+    peers = torch_ms(b, h, n, d, causal, DTYPES[a.dtype], pass_, a.warmup, a.reps)
+    ours = flashdemo_ms(a.flashdemo, a.impl, a.dtype, b, h, n, d, causal, pass_)
+    return dict(flashdemo=flops / ours / 1e9 if ours else 0.0,
+                peers={k: flops / ms / 1e9 for k, ms in peers.items()})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flashdemo", required=True, help="the flashdemo binary")
@@ -80,13 +96,18 @@ def main():
     ap.add_argument("--passes", default="fwd", help="fwd, bwd or fwd,bwd")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=1,
+                    help="times each case is run on fresh arrays; medians are reported")
     ap.add_argument("--out", help="also write every row as JSON here")
     a = ap.parse_args()
+    if a.runs < 1:
+        ap.error(f"--runs: must be at least 1, got {a.runs}")
     warnings.filterwarnings("ignore")  # PyTorch explains every backend it skips; blanks say it
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, flashdemo --impl {a.impl} "
           f"--dtype {a.dtype}, TFLOP/s", flush=True)
     head = (f"{'pass':>4} {'d':>4} {'causal':>6} {'n':>6} | {'flashdemo':>9} {'fa2':>7} "
             f"{'cudnn':>7} {'effic.':>7} | {'/fa2':>5} {'/cudnn':>6} {'/best':>5}")
+    head += f" | {'/best range':>11}" if a.runs > 1 else ""
     print(head + "\n" + "-" * len(head), flush=True)
     rows = []
     for pass_ in a.passes.split(","):
@@ -96,14 +117,18 @@ def main():
                     b, h = max(1, 16384 // n), 2048 // d
                     flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
                     flops *= 2.5 if pass_ == "bwd" else 1.0
-                    peers = torch_ms(b, h, n, d, causal, DTYPES[a.dtype], pass_, a.warmup, a.reps)
-                    ours = flashdemo_ms(a.flashdemo, a.impl, a.dtype, b, h, n, d, causal, pass_)
-                    tf = {k: flops / ms / 1e9 for k, ms in peers.items()}
-                    mine = flops / ours / 1e9 if ours else 0.0
-                    ratio = {k: mine / v for k, v in tf.items()}
-                    best = max(tf.values()) if tf else float("nan")
+                    runs = [one_run(a, flops, b, h, n, d, causal, pass_) for _ in range(a.runs)]
+                    mine = statistics.median(r["flashdemo"] for r in runs)
+                    tf = {k: statistics.median(r["peers"][k] for r in runs)
+                          for k in runs[0]["peers"] if all(k in r["peers"] for r in runs)}
+                    ratio = {k: statistics.median(r["flashdemo"] / r["peers"][k] for r in runs)
+                             for k in tf}
+                    by_best = [r["flashdemo"] / max(r["peers"].values()) if r["peers"]
+                               else float("nan") for r in runs]
+                    best = statistics.median(by_best)
                     rows.append(dict(pass_=pass_, d=d, causal=causal, n=n, b=b, h=h,
-                                     flashdemo=mine, **tf, ratio_vs_best=mine / best))
+                                     flashdemo=mine, **tf, ratio_vs_best=best,
+                                     ratio_vs_best_runs=by_best, runs=runs))
 
                     def cell(key, width=7, table=tf):
                         return f"{table[key]:{width}.1f}" if key in table else f"{'-':>{width}}"
@@ -111,9 +136,10 @@ def main():
                     def frac(key, width):
                         return f"{ratio[key]:{width}.2f}" if key in ratio else f"{'-':>{width}}"
 
+                    spread = (f" | {min(by_best):5.2f} {max(by_best):5.2f}" if a.runs > 1 else "")
                     print(f"{pass_:>4} {d:>4} {int(causal):>6} {n:>6} | {mine:9.1f} {cell('fa2')} "
                           f"{cell('cudnn')} {cell('efficient')} | {frac('fa2', 5)} "
-                          f"{frac('cudnn', 6)} {mine / best:5.2f}", flush=True)
+                          f"{frac('cudnn', 6)} {best:5.2f}{spread}", flush=True)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(rows, f, indent=1)
