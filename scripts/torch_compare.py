@@ -16,7 +16,8 @@ time (torch.nn.attention.sdpa_kernel); a backend that refuses the case is left b
 new PyTorch tensors): on an H100 one kernel's speed at some shapes depends on where its arrays
 land (docs/gpu-ladder.md, session 29: 660 or 707 TFLOP/s by allocation at (1, 16, 16384, 128)),
 and cuDNN's moves as much, so a single run's verdict can flip. Each column is then the median of
-the runs, the ratios the median of each run's own ratio, and "range" their least and greatest.
+the runs that bench verified (the line says how many were not), the ratios the median of each such
+run's own ratio against the backends every run had, and "range" their least and greatest.
 """
 import statistics
 import argparse
@@ -118,17 +119,22 @@ def main():
                     flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
                     flops *= 2.5 if pass_ == "bwd" else 1.0
                     runs = [one_run(a, flops, b, h, n, d, causal, pass_) for _ in range(a.runs)]
-                    mine = statistics.median(r["flashdemo"] for r in runs)
-                    tf = {k: statistics.median(r["peers"][k] for r in runs)
-                          for k in runs[0]["peers"] if all(k in r["peers"] for r in runs)}
-                    ratio = {k: statistics.median(r["flashdemo"] / r["peers"][k] for r in runs)
-                             for k in tf}
-                    by_best = [r["flashdemo"] / max(r["peers"].values()) if r["peers"]
-                               else float("nan") for r in runs]
-                    best = statistics.median(by_best)
+                    # A run that bench did not verify counts as 0 alone (as with one run); with
+                    # several, the medians are of the verified runs and the line says how many failed.
+                    good = [r for r in runs if r["flashdemo"] > 0] or runs
+                    failed = len(runs) - sum(r["flashdemo"] > 0 for r in runs)
+                    mine = statistics.median(r["flashdemo"] for r in good)
+                    # the backends every run had (one refused in a run: left out of the columns)
+                    kept = [k for k in runs[0]["peers"] if all(k in r["peers"] for r in runs)]
+                    tf = {k: statistics.median(r["peers"][k] for r in good) for k in kept}
+                    ratio = {k: statistics.median(r["flashdemo"] / r["peers"][k] for r in good)
+                             for k in kept}
+                    by_best = [r["flashdemo"] / max(r["peers"][k] for k in kept) for r in good] \
+                        if kept else []
+                    best = statistics.median(by_best) if by_best else float("nan")
                     rows.append(dict(pass_=pass_, d=d, causal=causal, n=n, b=b, h=h,
                                      flashdemo=mine, **tf, ratio_vs_best=best,
-                                     ratio_vs_best_runs=by_best, runs=runs))
+                                     ratio_vs_best_runs=by_best, not_verified=failed, runs=runs))
 
                     def cell(key, width=7, table=tf):
                         return f"{table[key]:{width}.1f}" if key in table else f"{'-':>{width}}"
@@ -136,7 +142,11 @@ def main():
                     def frac(key, width):
                         return f"{ratio[key]:{width}.2f}" if key in ratio else f"{'-':>{width}}"
 
-                    spread = (f" | {min(by_best):5.2f} {max(by_best):5.2f}" if a.runs > 1 else "")
+                    spread = ""
+                    if a.runs > 1:
+                        spread = (f" | {min(by_best):5.2f} {max(by_best):5.2f}" if by_best
+                                  else f" | {'-':>5} {'-':>5}")
+                        spread += f"  ({failed} of {a.runs} not verified)" if failed else ""
                     print(f"{pass_:>4} {d:>4} {int(causal):>6} {n:>6} | {mine:9.1f} {cell('fa2')} "
                           f"{cell('cudnn')} {cell('efficient')} | {frac('fa2', 5)} "
                           f"{frac('cudnn', 6)} {best:5.2f}{spread}", flush=True)
