@@ -865,8 +865,8 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
       if (c.d == 64) {
         for (int persistent : {0, 1})
           for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, 3});
-        settings.push_back({0, 0, 1, 2});  // two on the persistent grid: short causal rows' choice
-        settings.push_back({0, 1, 1, 2});  // and with the overlap (its stream across items)
+        settings.push_back({0, 0, 1, 2});  // two on the persistent grid without the overlap
+        settings.push_back({0, 1, 1, 2});  // and with it: short causal rows' choice (HopperDefaults)
         // 1 in 8 or 1 in 4 of the exps on the FMA pipe, on each grid with either consumer count
         // (the steps themselves take the rung's grid: here the persistent one, short rows)
         for (int persistent : {0, 1})
