@@ -866,7 +866,7 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         for (int persistent : {0, 1})
           for (int overlap : {0, 1}) settings.push_back({0, overlap, persistent, 3});
         settings.push_back({0, 0, 1, 2});  // two on the persistent grid without the overlap
-        settings.push_back({0, 1, 1, 2});  // and with it: short causal rows' choice (HopperDefaults)
+        settings.push_back({0, 1, 1, 2});  // and with it: short causal rows' choice
         // 1 in 8 or 1 in 4 of the exps on the FMA pipe, on each grid with either consumer count
         // (the steps themselves take the rung's grid: here the persistent one, short rows)
         for (int persistent : {0, 1})
