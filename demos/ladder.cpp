@@ -256,6 +256,7 @@ constexpr StepName kStepNames[] = {
      Msg::step_fwd_persistent_overlap},
     {cuda::HopperStep::fwd_prefetch, "fwd_prefetch", Msg::step_fwd_prefetch},
     {cuda::HopperStep::fwd_stages4, "fwd_stages4", Msg::step_fwd_stages4},
+    {cuda::HopperStep::fwd_idle_padding, "fwd_idle_padding", Msg::step_fwd_idle_padding},
     {cuda::HopperStep::fwd_exp_fma8, "fwd_exp_fma8", Msg::step_fwd_exp_fma8},
     {cuda::HopperStep::fwd_exp_fma4, "fwd_exp_fma4", Msg::step_fwd_exp_fma4},
     {cuda::HopperStep::bwd_atomics, "bwd_atomics", Msg::step_bwd_atomics},

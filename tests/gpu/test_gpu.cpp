@@ -876,6 +876,9 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         // prefetch of the next item beside them
         for (int consumers : {2, 3})
           for (int prefetch : {0, 2}) settings.push_back({0, 0, 1, consumers, 0, 0, prefetch, 4});
+        // three consumers whose warpgroups of padded rows idle, on each grid (bf16)
+        for (int persistent : {0, 1})
+          settings.push_back({0, 0, persistent, 3, 0, 0, -1, -1, -1, 1});
       }
       // O staged and sent by TMA on both grids, with the overlap and without (the step itself
       // takes the rung's grid and overlap), at the problem's Br
@@ -894,7 +897,8 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
                   << setting.ping_pong << " overlap " << setting.overlap << " persistent "
                   << setting.persistent << " consumers " << setting.consumers << " stage_o "
                   << setting.stage_o << " exp_fma " << setting.exp_fma << " prefetch "
-                  << setting.prefetch << " stages " << setting.stages);
+                  << setting.prefetch << " stages " << setting.stages << " idle_padding "
+                  << setting.idle_padding);
         std::vector<float> O(in.Q.size()), L(std::size_t(H * c.n));
         cuda::hopper_forward_steps<float>(
             {c.b, c.h, c.n, c.m, c.d}, p, Variant{Precision::bf16, Mistake::none}, setting,

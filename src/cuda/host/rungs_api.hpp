@@ -45,6 +45,7 @@ struct HopperFwdSteps {
   int prefetch = -1;
   int stages = -1;
   int bc = -1;
+  int idle_padding = 0;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
@@ -103,6 +104,7 @@ enum class HopperStep {
   fwd_persistent_overlap,
   fwd_prefetch,
   fwd_stages4,
+  fwd_idle_padding,
   fwd_exp_fma8,
   fwd_exp_fma4,
   bwd_atomics,

@@ -125,10 +125,11 @@ template <class E, int kD, int kConsumers>
 struct ForwardLaunch {
   const DeviceProblem<E>& p;
   template <bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent, bool kStageO = false,
-            int kExpFma = 0, int kStages = kHopperStages>
+            int kExpFma = 0, int kStages = kHopperStages, bool kIdlePadding = false>
   void go(const HopperArgs<E>& a, dim3 grid) const {
-    const auto kernel = hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent,
-                                              kConsumers, kStageO, kExpFma, kStages>;
+    const auto kernel =
+        hopper_forward_kernel<E, kD, kPingPong, kOverlap, kTrace, kPersistent, kConsumers, kStageO,
+                              kExpFma, kStages, hopper_bc(kD), kIdlePadding>;
     using Smem = HopperSmem<kD, (kPersistent ? 2 : 1), 64 * kConsumers, kStageO, kStages>;
     constexpr std::size_t bytes = Smem::kBytes;
     allow_smem(kernel, bytes);
@@ -156,7 +157,12 @@ struct ForwardLaunch {
   }
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
   void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o,
-             int exp_fma = 0, int stages = kHopperStages) const {
+             int exp_fma = 0, int stages = kHopperStages, bool idle_padding = false) const {
+    // padded rows' warpgroups idle: d = 64, three consumers, no overlap, bf16, either grid (a step)
+    if constexpr (kD == 64 && kConsumers == 3 && std::is_same_v<E, __nv_bfloat16>)
+      if (idle_padding)
+        return persistent ? go<false, false, false, true, false, 0, kHopperStages, true>(a, grid)
+                          : go<false, false, false, false, false, 0, kHopperStages, true>(a, grid);
     // four K, V stages: d = 64's loop (no overlap) on the persistent grid, bf16 (a step)
     if constexpr (kD == 64 && std::is_same_v<E, __nv_bfloat16>)
       if (stages == 4) return go<false, false, false, true, false, 0, 4>(a, grid);
@@ -261,6 +267,14 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
         "Br = 192, without ping-pong; not " +
         std::to_string(steps.consumers) + " at d = " + std::to_string(kD) +
         ", Br = " + std::to_string(p.tiling.Br));
+  if (steps.idle_padding == 1 &&
+      (kD != 64 || steps.consumers != 3 || steps.overlap || steps.stage_o == 1 ||
+       steps.exp_fma != 0 || steps.stages != kHopperStages || (steps.bc > 0 && steps.bc != 128) ||
+       a.trace.computed || !std::is_same_v<E, __nv_bfloat16>))
+    throw CudaError(
+        "hopper's forward idles the warpgroups of padded rows at d = 64 in bf16 only, with three "
+        "consumer warpgroups, without the overlap, O staged, exps on the FMA pipe, four stages or "
+        "the trace (a timed step)");
   if (steps.bc > 0 && steps.bc != hopper_bc(kD)) {  // key tiles of 176 (a step)
     if (kD != 128 || steps.bc != kHopperWideBc || !std::is_same_v<E, __nv_bfloat16> ||
         steps.ping_pong || !steps.overlap || steps.persistent == 1 || steps.stage_o == 1 ||
@@ -287,7 +301,7 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
       const ForwardLaunch<E, kD, 3> three_wg{p};
       if (a.trace.computed) return three_wg.traced(a, grid);
       return three_wg.plain(a, grid, steps.overlap, steps.persistent == 1, steps.stage_o,
-                            steps.exp_fma, steps.stages);
+                            steps.exp_fma, steps.stages, steps.idle_padding == 1);
     }
   const ForwardLaunch<E, kD, 2> two{p};
   if (a.trace.computed)

@@ -144,6 +144,7 @@ HopperSteps launch_steps(HopperFwdSteps fwd) {
   steps.ping_pong = fwd.ping_pong, steps.overlap = fwd.overlap, steps.persistent = fwd.persistent;
   steps.consumers = fwd.consumers, steps.stage_o = fwd.stage_o, steps.exp_fma = fwd.exp_fma;
   steps.prefetch = fwd.prefetch, steps.stages = fwd.stages, steps.bc = fwd.bc;
+  steps.idle_padding = fwd.idle_padding;
   return steps;
 }
 

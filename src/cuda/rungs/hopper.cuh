@@ -46,6 +46,12 @@
 // without a mask (128 x 176; 128 x 128 under a causal mask): S is one m64n176k16 wgmma a k step,
 // P V 11 k steps a tile where 128 keys take 8, so each tile's barrier waits, row reductions and
 // O rescale serve 1.375x the keys. Shared memory and registers: kHopperWideBc, below.
+// With kIdlePadding (a step at d = 64, fwd_idle_padding: three consumer warpgroups, the loop
+// without the overlap), a consumer warpgroup whose 64 rows of the item all lie past n (the last
+// query tile of a head where Br = 192 does not divide n: at n = 1024 the sixth tile's rows
+// 1024 .. 1151, two of its three warpgroups) computes nothing: it waits for and releases each
+// stage, so the barriers count its warps' arrivals as always, and leaves the tensor cores and the
+// exp pipe to the warpgroup with rows.
 // With kExpFma = 8 or 4 (steps at d = 64, fwd_exp_fma8 and fwd_exp_fma4), 1 in 8 or 1 in 4 of
 // the softmax's exponentials is computed by exp2_fma on the FMA and integer pipes, the rest by ex2
 // on the special-function unit (16 a cycle an SM, against the tensor cores' 4096 bf16 FLOPs: at
@@ -344,7 +350,7 @@ FD_HOST_DEVICE FwdItem forward_item(int w, int Tr, int heads, int blocks, bool c
 
 template <class E, int kD, bool kPingPong, bool kOverlap, bool kTrace, bool kPersistent = false,
           int kConsumers = 2, bool kStageO = false, int kExpFma = 0, int kKvStages = kHopperStages,
-          int kBc = hopper_bc(kD)>
+          int kBc = hopper_bc(kD), bool kIdlePadding = false>
 __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     hopper_forward_kernel(const __grid_constant__ CUtensorMap tmQ,
                           const __grid_constant__ CUtensorMap tmK,
@@ -363,6 +369,8 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   static_assert(kBc == hopper_bc(kD) || (kD == 128 && kBc == kHopperWideBc && !kPersistent &&
                                          !kStageO && kConsumers == 2 && !kTrace),
                 "a key tile other than the rung's: Bc = 176 at d = 128 on the ordinary grid");
+  static_assert(!kIdlePadding || (!kOverlap && !kPingPong && !kTrace),
+                "idle padding: the loop without the overlap, ping-pong's turns or the trace");
   constexpr int Br = 64 * kConsumers, Bc = kBc, kStages = kKvStages;
   using L = HopperSmem<kD, kQBuffers, Br, kStageO, kStages, Bc>;
   static_assert(L::kBytes <= int(kSmemOptIn), "this instance's tiles past shared memory");
@@ -722,6 +730,21 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         store_empty(x);
         continue;
       }
+      if constexpr (kIdlePadding)
+        if (x.i * Br + c * 64 >= a.n) {  // this warpgroup's rows are all padding: no row to store
+          // Each wait before its release, as the computing warps do: a release then never
+          // counts toward an earlier phase than its own (Q's buffer b too: full_q's phase for x
+          // completes only after every warp released b's item before x).
+          wait_q(x);
+          for (index_t j = 0; j < x.J; ++j) {
+            wait_k(x, j);
+            release(empty_k, x, j);
+            wait_v(x, j);
+            release(empty_v, x, j);
+          }
+          release_q(x);
+          continue;
+        }
       Turns<kPingPong> turns{c, int(2 * x.J)};  // S_j and P_j V_j apart for each tile
       turns.start();
       FragmentRows st;
