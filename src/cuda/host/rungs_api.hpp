@@ -37,6 +37,9 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // exponentials on the FMA pipe (exp2_fma) instead of the special-function unit (0, the rung's;
 // 8 or 4: d = 64, bf16, without overlap, ping-pong or O staged). bc: the key tile (-1, the rung's;
 // 176 at d = 128, bf16, on the ordinary grid with O from registers: the step fwd_bc176).
+// idle_padding: 1, a consumer warpgroup whose rows of an item all lie past n computes nothing,
+// only waits and releases (d = 64, bf16, three consumers, without the overlap: the step
+// fwd_idle_padding); 0, the rung's, every warpgroup computes its rows, padding too.
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
   int consumers = -1;

@@ -273,8 +273,8 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
        a.trace.computed || !std::is_same_v<E, __nv_bfloat16>))
     throw CudaError(
         "hopper's forward idles the warpgroups of padded rows at d = 64 in bf16 only, with three "
-        "consumer warpgroups, without the overlap, O staged, exps on the FMA pipe, four stages or "
-        "the trace (a timed step)");
+        "consumer warpgroups and the rung's key tiles, without the overlap, O staged, exps on the "
+        "FMA pipe, four stages or the trace (a timed step)");
   if (steps.bc > 0 && steps.bc != hopper_bc(kD)) {  // key tiles of 176 (a step)
     if (kD != 128 || steps.bc != kHopperWideBc || !std::is_same_v<E, __nv_bfloat16> ||
         steps.ping_pong || !steps.overlap || steps.persistent == 1 || steps.stage_o == 1 ||
