@@ -19,9 +19,9 @@ and cuDNN's moves as much, so a single run's verdict can flip. Each column is th
 the runs that bench verified (the line says how many were not), the ratios the median of each such
 run's own ratio against the backends every run had, and "range" their least and greatest.
 """
-import statistics
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import warnings
@@ -121,8 +121,8 @@ def main():
                     runs = [one_run(a, flops, b, h, n, d, causal, pass_) for _ in range(a.runs)]
                     # A run that bench did not verify counts as 0 alone (as with one run); with
                     # several, the medians are of the verified runs and the line says how many failed.
-                    good = [r for r in runs if r["flashdemo"] > 0] or runs
-                    failed = len(runs) - sum(r["flashdemo"] > 0 for r in runs)
+                    verified = [r for r in runs if r["flashdemo"] > 0]
+                    failed, good = len(runs) - len(verified), verified or runs
                     mine = statistics.median(r["flashdemo"] for r in good)
                     # the backends every run had (one refused in a run: left out of the columns)
                     kept = [k for k in runs[0]["peers"] if all(k in r["peers"] for r in runs)]

@@ -269,8 +269,9 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
         ", Br = " + std::to_string(p.tiling.Br));
   if (steps.idle_padding == 1 &&
       (kD != 64 || steps.consumers != 3 || steps.overlap || steps.stage_o == 1 ||
-       steps.exp_fma != 0 || steps.stages != kHopperStages || (steps.bc > 0 && steps.bc != 128) ||
-       a.trace.computed || !std::is_same_v<E, __nv_bfloat16>))
+       steps.exp_fma != 0 || steps.stages != kHopperStages ||
+       (steps.bc > 0 && steps.bc != hopper_bc(kD)) || a.trace.computed ||
+       !std::is_same_v<E, __nv_bfloat16>))
     throw CudaError(
         "hopper's forward idles the warpgroups of padded rows at d = 64 in bf16 only, with three "
         "consumer warpgroups and the rung's key tiles, without the overlap, O staged, exps on the "
