@@ -26,8 +26,7 @@
 //   No sum depends on the thread count or on which thread took an item: every output is the
 //   same bits for any --threads.
 // Tiles (tiles_for, from the L2 size the machine reports): Br = 128 and Bc the largest of 512,
-// 256, 128, 64 keys whose working set of one (i, j) step fits L2 (the backward: of 128, 64, in
-// half of L2):
+// 256, 128, 64 keys (the backward: of 128, 64) whose working set of one (i, j) step fits L2:
 //   forward  (2 Bc d' + Br Bc + 2 Br d') bytes(T)   K_j^T, V_j, S, Q_i, O_i
 //   backward (5 Bc d' + 2 Br Bc + 3 Br d') bytes(T) K_j^T, V_j^T, K_j, dK_j, dV_j, P, dP, Q_i,
 //                                                   dO_i, dQ_i
@@ -39,7 +38,9 @@
 // share, causal ones uneven) and 128 x 128 beat 128 x 256 and 256 x 256 in the backward; on the
 // development machine's 1 MiB L2, the forward's Bc = 512 beat 256 by 3 to 9 % at d = 32 and 64
 // (O_i += P V_j's inner loop over Bc keys twice as long a block) and 1 to 3 % faster at d = 128
-// (a step of 917,504 bytes, in L2 but not in half of it) and at d = 256 (256 keys against 128).
+// (a step of 917,504 bytes, in L2 but not in half of it) and at d = 256 (256 keys against 128);
+// the backward's 128 x 128 beat 128 x 64 by 2 to 6 % at d = 112 and 128 (655,360 bytes at
+// d = 128), where the step was held to half of L2 before.
 // Memory: the packs and the backward's partials are kept by the calling thread for its next call
 // (grown on demand, held until the thread ends): a call touches no fresh pages once one as large
 // has run.

@@ -1,6 +1,5 @@
 // tiles.cpp — the fast path's tiles for a shape on this machine (fast_attention.hpp, "Tiles"):
-//   Bc: the largest of 512, 256, 128, 64 keys whose step fits L2 (the backward: of 128, 64,
-//       whose step fits half of L2),
+//   Bc: the largest of 512, 256, 128, 64 keys (the backward: of 128, 64) whose step fits L2,
 //   Br = 128, halved down to 32 in the forward while heads x query tiles < 2 x threads;
 //   d' = d padded to whole vectors of the kernels that run (levels.hpp).
 #include <unistd.h>
@@ -23,8 +22,7 @@ TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_
     return entries * element_bytes;
   };
   index_t Bc = pass == Pass::fwd ? 512 : 128;
-  const index_t room = pass == Pass::fwd ? l2 : l2 / 2;
-  while (Bc > 64 && bytes(Bc) > room) Bc /= 2;
+  while (Bc > 64 && bytes(Bc) > l2) Bc /= 2;
   index_t br = Br;
   if (pass == Pass::fwd)
     while (br > 32 && s.heads() * ceil_div(s.n, br) < 2 * threads) br /= 2;
