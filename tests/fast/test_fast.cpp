@@ -37,7 +37,9 @@ const FastCase kFastCases[] = {
     // filled), and d = 80 (rows kept row-major)
     {1, 2, 150, 170, 128, 32, 64},
     {1, 1, 70, 90, 192, 16, 100},
-    {1, 1, 70, 90, 80, 16, 64}};
+    {1, 1, 70, 90, 80, 16, 64},
+    // tiles_for's forward tiles where a step fits L2: Bc = 4 Br = 512, m not a multiple of it
+    {1, 1, 700, 1100, 64, 128, 512}};
 
 template <class T>
 std::vector<T> draw(TorchGenerator& gen, index_t count) {

@@ -13,11 +13,11 @@ static bool same(TileSizes a, TileSizes b) {
 TEST_CASE("fast::tiles_for: the working set of a step in L2, enough tiles for the threads") {
   const index_t MiB = index_t(1) << 20;
   using fast::Pass;
-  // The working set of one step, in bytes.
+  // The working set of one step, in bytes (d = d' at the d below; the backward's dQ partial rows
+  // in double).
   auto bytes = [](Pass pass, TileSizes t, index_t d, index_t e) {
-    return (pass == Pass::fwd ? 2 * t.Bc * d + t.Br * t.Bc + 2 * t.Br * d
-                              : 5 * t.Bc * d + 2 * t.Br * t.Bc + 3 * t.Br * d) *
-           e;
+    return pass == Pass::fwd ? (2 * t.Bc * d + t.Br * t.Bc + 2 * t.Br * d) * e
+                             : (5 * t.Bc * d + 2 * t.Br * t.Bc + 3 * t.Br * d) * e + t.Br * d * 8;
   };
   for (index_t l2 : {MiB, 2 * MiB})
     for (index_t d : {index_t(64), index_t(128), index_t(256)})
@@ -43,7 +43,7 @@ TEST_CASE("fast::tiles_for: the working set of a step in L2, enough tiles for th
       }
   // d = 128 in fp32 on a 2 MiB L2: the forward keeps 512 keys a tile (917,504 bytes), the
   // backward 128; on a 1 MiB L2 the forward 512 at d = 64 (589,824 bytes) and 256 at d = 256,
-  // the backward 128 at d = 128 (655,360 bytes) and 64 at d = 256.
+  // the backward 128 at d = 128 (786,432 bytes) and 64 at d = 256.
   CHECK(same(fast::tiles_for({1, 1, 4096, 4096, 128}, Pass::fwd, 2, 4, 2 * MiB),
              TileSizes{128, 512}));
   CHECK(fast::tiles_for({1, 1, 4096, 4096, 64}, Pass::fwd, 2, 4, MiB).Bc == 512);

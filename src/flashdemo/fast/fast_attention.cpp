@@ -338,8 +338,9 @@ void forward_tile(const Mask& mask, const Tiling& t, T scale, const T* Q, const 
     const Range cols = t.cols(j);
     // The keys the tile's last row sees, the most of any row (a causal mask's rows see prefixes
     // that grow with the row): on the diagonal, the keys past them are masked for every row, and
-    // neither product computes them (with Bc = 2 Br, half of every other diagonal tile). A row's
-    // product still takes the 0 x V terms of keys up to `seen` that it does not see itself.
+    // neither product computes them (with Bc = 4 Br, the last 3/4, 2/4, 1/4 of the four diagonal
+    // tiles that share a key tile). A row's product still takes the 0 x V terms of keys up to
+    // `seen` that it does not see itself.
     const index_t seen = visible_in(mask, kind, rows.end - 1, cols), bcv = padded<T>(seen);
     tile_product(br, bcv, d, Q + rows.begin * d, Kt.tile(j), S.data(),  // S = Q_i K_j^T
                  Kt.b_of(d, 1, bcp), false);

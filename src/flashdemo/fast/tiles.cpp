@@ -16,10 +16,10 @@ TileSizes tiles_for(const Shape& s, Pass pass, index_t threads, index_t element_
   const index_t l2 = l2_bytes > 0 ? l2_bytes : index_t(1) << 20;
   const index_t W = active_level().kernels->simd_bytes / element_bytes, dp = (s.d + W - 1) / W * W,
                 Br = 128;
-  auto bytes = [&](index_t Bc) {
-    const index_t entries = pass == Pass::fwd ? 2 * Bc * dp + Br * Bc + 2 * Br * dp
-                                              : 5 * Bc * dp + 2 * Br * Bc + 3 * Br * dp;
-    return entries * element_bytes;
+  auto bytes = [&](index_t Bc) {  // (the backward's dQ partial rows: doubles)
+    return pass == Pass::fwd ? (2 * Bc * dp + Br * Bc + 2 * Br * dp) * element_bytes
+                             : (5 * Bc * dp + 2 * Br * Bc + 3 * Br * dp) * element_bytes +
+                                   Br * dp * index_t(sizeof(double));
   };
   index_t Bc = pass == Pass::fwd ? 512 : 128;
   while (Bc > 64 && bytes(Bc) > l2) Bc /= 2;
