@@ -34,16 +34,11 @@
 // then the forward halves Br (down to 32) while heads x query tiles give fewer than 2 tiles per
 // thread (its bits do not depend on Br: every row is computed alone); the backward's tiles come
 // from the shape, the cache and the kernels' vector width alone, never the threads (its sums are
-// grouped by them). Measured on the H200 host's
-// Xeon (docs/performance.md): 128 x 256 beat 256 x 256 in the forward (more query tiles to
-// share, causal ones uneven) and 128 x 128 beat 128 x 256 and 256 x 256 in the backward (the
-// 2 MiB L2 there now gives the forward 128 x 512 up to d = 352: not yet timed there); on the
-// development machine's 1 MiB L2, the forward's Bc = 512 beat 256 by 3 to 9 % at d = 32 and 64
-// (O_i += P V_j's inner loop over Bc keys twice as long a block) and 1 to 3 % faster at d = 128
-// (a step of 917,504 bytes, in L2 but not in half of it) and at d = 256 (256 keys against 128);
-// the backward's 128 x 128 beat 128 x 64 by 2 to 6 % at d = 112 and 128 (786,432 bytes at
-// d = 128), where the step was held to half of L2 before. The whole L2 is a thread's: where two
-// hardware threads of a core share it, the rule is not measured.
+// grouped by them). Why these sizes (measured, docs/performance.md's step table): Br = 128
+// shares query tiles among threads better than 256; a longer Bc lengthens the products' inner
+// loops (O_i += P V_j, dQ_i += dS K_j), 1.01x to 1.09x for 512 against 256 in the forward and
+// 1.03x to 1.06x for 128 against 64 in the backward where the step fits L2 but not half of it.
+// The rule takes the whole L2 as one thread's (not measured where two hardware threads share it).
 // Memory: the packs and the backward's partials are kept by the calling thread for its next call
 // (grown on demand, held until the thread ends): a call touches no fresh pages once one as large
 // has run.

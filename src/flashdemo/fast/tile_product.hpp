@@ -108,8 +108,8 @@ void tile_product(index_t rows, index_t N, index_t K, const T* A, const T* B, T*
   static constexpr auto table =
       detail::block_table<T>(std::make_index_sequence<kBlockRows * kBlockVectors>());
   constexpr index_t W = Simd<T>::W, cols = kBlockVectors * W;
-  for (index_t c0 = 0; c0 < N;
-       c0 += cols) {  // a column block of B reused over the rows (from L1 where K x cols fits)
+  // A column block of B is reused over the rows (from L1 where its K x cols fits).
+  for (index_t c0 = 0; c0 < N; c0 += cols) {
     const index_t nb = (N - c0 < cols ? N - c0 : cols) / W;
     for (index_t r0 = 0; r0 < rows; r0 += kBlockRows) {
       const index_t nr = rows - r0 < kBlockRows ? rows - r0 : kBlockRows;
