@@ -18,7 +18,9 @@ template <class T>
 void check_products(const fast::Kernels& kernels) {
   const index_t W = kernels.simd_bytes / index_t(sizeof(T));
   TorchGenerator gen(9);
-  for (index_t rows : {1, 2, 3, 4, 5, 6, 7, 13, 31})  // past the 6-row blocks: 1 to 5 rows
+  // 1 to 6 rows: each block height alone; 7, 13, 31, 128: the rows split into blocks of heights
+  // within one of each other (4 + 3; 5 + 4 + 4; 6 + 5 x 5; 18 x 6 + 4 x 5)
+  for (index_t rows : {1, 2, 3, 4, 5, 6, 7, 13, 31, 128})
     for (index_t N : {W, 2 * W, 3 * W, 4 * W, 5 * W, 9 * W, 17 * W})
       for (index_t K : {1, 3, 64, 70})
         for (bool transposed : {false, true})
