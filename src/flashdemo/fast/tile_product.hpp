@@ -111,12 +111,13 @@ void tile_product(index_t rows, index_t N, index_t K, const T* A, const T* B, T*
   // The rows in as few blocks as kBlockRows allows, their heights within one of each other: 128
   // rows are 18 blocks of 6 and 4 of 5, not 21 of 6 and one of 2 (a block of few rows does few
   // FMAs per load: 8 for 6 loads at 2 x 4 vectors, 20 for 9 at 5 x 4, 24 for 10 at 6 x 4).
-  const index_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  const index_t blocks = (rows + kBlockRows - 1) / kBlockRows, base = blocks ? rows / blocks : 0,
+                taller = blocks ? rows % blocks : 0;  // the first `taller` blocks: base + 1 rows
   // A column block of B is reused over the rows (from L1 where its K x cols fits).
   for (index_t c0 = 0; c0 < N; c0 += cols) {
     const index_t nb = (N - c0 < cols ? N - c0 : cols) / W;
     for (index_t b = 0, r0 = 0; b < blocks; ++b) {
-      const index_t nr = rows / blocks + (b < rows % blocks ? 1 : 0);
+      const index_t nr = base + (b < taller ? 1 : 0);
       table[std::size_t((nr - 1) * kBlockVectors + nb - 1)](
           K, A + r0 * s.a_row, s.b_panel ? B + c0 / cols * s.b_panel : B + c0, C + r0 * s.ldc + c0,
           s, accumulate);
