@@ -649,6 +649,12 @@ index_t group_size(index_t heads, index_t items_per_head, index_t threads, index
   return std::max<index_t>(1, std::min(heads, want));
 }
 
+// Items a thread of the forward has in each group of heads. Each group ends at a barrier (the
+// next group's K and V are packed first), where a thread that the machine preempted holds the
+// rest; 16 rather than 4 read 1.11x (d = 64) and 1.08x (d = 128) at 16 threads and 16 heads on a
+// shared 16-core Xeon (docs/performance.md). The backward keeps 4: its items are longer.
+constexpr index_t kForwardItemsPerThread = 16, kBackwardItemsPerThread = 4;
+
 int thread_count(index_t threads) {
   return int(threads < 1 ? 1 : threads);
 }
@@ -664,7 +670,7 @@ void forward(const Shape& s, const AttnParams& p, const Options& o, const T* Q, 
   const Tiling t{s.n, s.m, o.tiles.Br, o.tiles.Bc};
   const Mask mask = p.mask_for(s.n, s.m);
   const T scale = T(p.scale_for(s.d));
-  const index_t G = group_size(s.heads(), t.Tr(), thread_count(o.threads), 4);
+  const index_t G = group_size(s.heads(), t.Tr(), thread_count(o.threads), kForwardItemsPerThread);
   Workspace<T>& ws = workspace<T>();
   std::vector<Packed<T>>&Kt = packs_for(ws.Kt, G), &Vp = packs_for(ws.Vp, G);
 #pragma omp parallel num_threads(thread_count(o.threads))
@@ -699,7 +705,7 @@ void backward(const Shape& s, const AttnParams& p, const Options& o, const T* Q,
   const index_t rows = s.heads() * s.n, threads = thread_count(o.threads);
   const Split sp = split_for(t, s.heads());
   const Costs costs = costs_for(t, mask, sp);
-  const index_t G = group_size(s.heads(), sp.bands * sp.chunks, threads, 4);
+  const index_t G = group_size(s.heads(), sp.bands * sp.chunks, threads, kBackwardItemsPerThread);
   Workspace<T>& ws = workspace<T>();
   std::vector<BackwardPacks<T>>& packs = packs_for(ws.packs, G);
   Partials<T> partials = partials_in(ws, G, s.n, s.m, s.d, sp);
