@@ -35,6 +35,19 @@ __device__ inline unsigned char* aligned_1024(unsigned char* p) {
   return p + ((1024u - (ptx::smem_address(p) & 1023u)) & 1023u);
 }
 
+// The warpgroup (4 warps, 128 threads) this thread is in, as a value the compiler knows to be the
+// same in every lane of a warp: lane 0's, by a shuffle. threadIdx.x / 128 is that value too, but
+// the compiler cannot prove it, so code that branches on it counts as divergent: the branch's
+// warp-wide instructions (wgmma, barriers) get WARPSYNCs, and values derived from it (the
+// warpgroup's shared-memory offsets, its rows) live in per-thread registers, computed on the
+// integer pipe and copied to uniform registers (R2UR) before each wgmma descriptor uses them, where
+// the uniform datapath computes them once a warp. ncu on an H100 (docs/gpu-ladder.md): one branch
+// on threadIdx.x / 128 inside the forward's tile loop added 7.7 % instructions to the kernel, and
+// the forward with this index ran 1.01x to 1.03x at n = 1024 (the backward lost with it).
+__device__ inline int warpgroup_index() {
+  return __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
+}
+
 // count: the arrivals that complete a phase; a phase completes when they have all arrived and the
 // transaction bytes announced by arrive.expect_tx have all landed. The barrier starts in phase 0.
 __device__ inline void mbarrier_init(std::uint64_t* bar, unsigned count) {

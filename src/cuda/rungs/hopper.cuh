@@ -52,7 +52,9 @@
 // 1024 .. 1151, two of its three warpgroups) computes nothing: it waits for and releases each
 // stage, so the barriers count its warps' arrivals as always, and leaves the tensor cores and the
 // exp pipe to the warpgroup with rows. Measured on an H100, 0.94x to 0.95x the rung's choice at
-// n = 1000, 1024 and 4096 (slower on whole items too), so the rung does not take it.
+// n = 1000, 1024 and 4096 while c came from threadIdx.x / 128 (the branch on it then made the
+// whole loop's integer work per thread: hopper_ptx::warpgroup_index); with c uniform, 1.003x at
+// n = 1024, d = 64, so the rung does not take it.
 // With kExpFma = 8 or 4 (steps at d = 64, fwd_exp_fma8 and fwd_exp_fma4), 1 in 8 or 1 in 4 of
 // the softmax's exponentials is computed by exp2_fma on the FMA and integer pipes, the rest by ex2
 // on the special-function unit (16 a cycle an SM, against the tensor cores' 4096 bf16 FLOPs: at
@@ -398,7 +400,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     return {a.mask.causal ? Tr - 1 - index_t(blockIdx.x) : index_t(blockIdx.x),  // longest first
             index_t(blockIdx.y)};
   };
-  const int wg = threadIdx.x / 128;
+  const int wg = hopper_ptx::warpgroup_index();  // (uniform in a warp: see there)
   // full_*: 1 arrival, the producer's arrive.expect_tx, plus the bytes of the copies; empty_*:
   // lane 0 of each of the kConsumers x 4 consumer warps (release), 8 or 12.
   constexpr int kWarps = 4 * kConsumers;

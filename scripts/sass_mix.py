@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Two kernels' SASS instruction mix side by side, from ncu's source page.
+
+Each input is `ncu -i REPORT --page source --print-source sass --csv` of one kernel (a profile
+with the SourceCounters section). For each opcode (its first name, without predicate or
+modifiers): the instructions executed by each kernel (warp-level, summed over the kernel's
+lines), their difference, and the warp-state samples that ncu took at those lines. Sorted by
+the size of the difference: where two builds of one loop differ, and what it costs.
+
+  python3 scripts/sass_mix.py A.csv B.csv [--top 25]
+"""
+import argparse
+import collections
+import csv
+import re
+import sys
+
+
+def load(path):
+    rows = list(csv.reader(open(path)))
+    header = next(i for i, r in enumerate(rows) if "Source" in r and "Instructions Executed" in r)
+    h = rows[header]
+    src, execd, samples = h.index("Source"), h.index("Instructions Executed"), h.index(
+        "Warp Stall Sampling (All Samples)")
+    out = []
+    for r in rows[header + 1:]:
+        if len(r) <= max(src, execd, samples):
+            continue
+        text = r[src].strip()
+        op = re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] if text else "?"
+        out.append((op, int(r[execd] or 0), int(r[samples] or 0)))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    mix = {}
+    for name in ("a", "b"):
+        lines = load(getattr(args, name))
+        execd, samples = collections.Counter(), collections.Counter()
+        for op, e, s in lines:
+            execd[op] += e
+            samples[op] += s
+        mix[name] = (execd, samples)
+        print(f"{name.upper()}: {sum(execd.values())} instructions executed, "
+              f"{sum(samples.values())} samples, {len(lines)} SASS lines")
+    (ea, sa), (eb, sb) = mix["a"], mix["b"]
+    ops = sorted(set(ea) | set(eb), key=lambda k: -abs(eb[k] - ea[k]))
+    print("%-10s %12s %12s %11s | %8s %8s" % ("opcode", "A executed", "B executed", "B - A", "A samples",
+                                               "B samples"))
+    for k in ops[:args.top]:
+        print("%-10s %12d %12d %11d | %8d %8d" % (k, ea[k], eb[k], eb[k] - ea[k], sa[k], sb[k]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
