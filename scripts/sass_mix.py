@@ -16,19 +16,25 @@ import re
 import sys
 
 
+def count(text):
+    return int(text.replace(",", "") or 0)  # ncu may print 1,234
+
+
 def load(path):
-    rows = list(csv.reader(open(path)))
-    header = next(i for i, r in enumerate(rows) if "Source" in r and "Instructions Executed" in r)
-    h = rows[header]
-    src, execd, samples = h.index("Source"), h.index("Instructions Executed"), h.index(
-        "Warp Stall Sampling (All Samples)")
-    out = []
-    for r in rows[header + 1:]:
-        if len(r) <= max(src, execd, samples):
+    """(opcode, instructions executed, samples) for each SASS line; a file of several kernels is
+    read as one (each kernel's header row starts its lines again)."""
+    out, columns = [], None
+    for r in csv.reader(open(path)):
+        if "Source" in r and "Instructions Executed" in r:  # a kernel's header row
+            columns = (r.index("Source"), r.index("Instructions Executed"),
+                       r.index("Warp Stall Sampling (All Samples)"))
             continue
+        if columns is None or len(r) <= max(columns):
+            continue  # the "Kernel Name" line, or a short one
+        src, execd, samples = columns
         text = r[src].strip()
         op = re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] if text else "?"
-        out.append((op, int(r[execd] or 0), int(r[samples] or 0)))
+        out.append((op, count(r[execd]), count(r[samples])))
     return out
 
 
@@ -49,9 +55,9 @@ def main():
         print(f"{name.upper()}: {sum(execd.values())} instructions executed, "
               f"{sum(samples.values())} samples, {len(lines)} SASS lines")
     (ea, sa), (eb, sb) = mix["a"], mix["b"]
-    ops = sorted(set(ea) | set(eb), key=lambda k: -abs(eb[k] - ea[k]))
-    print("%-10s %12s %12s %11s | %8s %8s" % ("opcode", "A executed", "B executed", "B - A", "A samples",
-                                               "B samples"))
+    ops = sorted(set(ea) | set(eb), key=lambda k: (-abs(eb[k] - ea[k]), k))
+    print("%-10s %12s %12s %11s | %8s %8s" %
+          ("opcode", "A executed", "B executed", "B - A", "A samples", "B samples"))
     for k in ops[:args.top]:
         print("%-10s %12d %12d %11d | %8d %8d" % (k, ea[k], eb[k], eb[k] - ea[k], sa[k], sb[k]))
     return 0

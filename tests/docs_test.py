@@ -251,8 +251,8 @@ def check_file(path, bindir, update):
 #     `max |O - O_ref|`), an option or a flag (starts with `-`), a number, a span holding any of
 #     = " ' | \ $ , + ; { } [ ] @ # % ^ or a `.` outside a file name (math, JSON, shell, Python's
 #     dotted names), a machine's path (starts with `/` or `~`), a build output (`build/...`), a
-#     file type (`.npy`), a word in capitals and digits alone (`SIGINT`, `HGMMA`, `R2UR`:
-#     signals, environment, SASS), a name in another library's namespace (`std::`, `CLI::`, `fmt::`, `Eigen::`,
+#     file type (`.npy`), a word in capitals alone (`SIGINT`, `HGMMA`: signals, environment,
+#     SASS), a name in another library's namespace (`std::`, `CLI::`, `fmt::`, `Eigen::`,
 #     `nlohmann::`), the JSON fields of a schema table (the first column of a table after
 #     `<!-- schema: ... -->`: tests/json_schema_test.py holds those against the program's output);
 #   - a file path: it holds a `/`, or ends in one of SOURCE_EXTENSIONS. With a `/`, it must exist
@@ -281,10 +281,11 @@ NOT_IN_TREE = {
     "num_splits_heuristic",  # FlashAttention's split-KV heuristic (at-scale.md)
     "do_bench",  # Triton's timer (gpu-ladder.md)
     "ncu", "short_scoreboard", "long_scoreboard", "dispatch_stall",  # Nsight Compute's
+    "IADD3", "LOP3", "UIADD3", "ULOP3",  # SASS mnemonics with digits (gpu-glossary.md)
     "gpu_compare.py",  # the GPU machine's comparison harness, said not to be here (gpu-ladder.md)
     "nokc", "t128x256",  # row labels of docs/data/cpu_tiles_2026-12-02.txt (performance.md)
 }
-NOT_CODE = re.compile(r"""\s|^-|^[/~]|^build/|["'|\\$,+;{}\[\]@#%^=]|^[A-Z][A-Z0-9]*$""")
+NOT_CODE = re.compile(r"""\s|^-|^[/~]|^build/|["'|\\$,+;{}\[\]@#%^=]|^[A-Z]+$""")
 NUMBERISH = re.compile(r"^[-+]?[\d.]+(?:[eE][-+]?\d+)?[a-zA-Z%]{0,3}$|^\d+x\d+")
 IDENTIFIER = re.compile(r"^~?[A-Za-z_<][\w<>*]*(?:::~?[A-Za-z_<][\w<>*]*)*(?:<[^<>]*>)?"
                         r"(?:\(.*\))?(?:&|\*)?$")

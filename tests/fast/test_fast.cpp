@@ -31,7 +31,8 @@ const FastCase kFastCases[] = {
     {2, 1, 9, 20, 64, 8, 8},
     {1, 1, 300, 260, 16, 128, 256},
     // one tile a head, 2 threads: the forward takes heads 32 at a time (16 items a thread), the
-    // backward 8 (4 a thread): one group of 10 heads, then groups of 32 and 7, and of 8 and 7
+    // backward 8 (4 a thread). 10 heads: the forward one group, the backward groups of 8 and 2;
+    // 39 heads: the forward groups of 32 and 7, the backward four of 8 and one of 7
     {2, 5, 9, 11, 8, 16, 16},
     {3, 13, 9, 11, 8, 16, 16},
     // rows of d' = 128 and 192 in panels of the block's width (2 and 3 on AVX-512 floats, 4 and
