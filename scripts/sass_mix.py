@@ -23,8 +23,10 @@ def count(text):
 def load(path):
     """(opcode, instructions executed, samples) for each SASS line; a file of several kernels is
     read as one (each kernel's header row starts its lines again)."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
     out, columns = [], None
-    for r in csv.reader(open(path)):
+    for r in rows:
         if "Source" in r and "Instructions Executed" in r:  # a kernel's header row
             columns = (r.index("Source"), r.index("Instructions Executed"),
                        r.index("Warp Stall Sampling (All Samples)"))

@@ -41,11 +41,9 @@ __device__ inline unsigned char* aligned_1024(unsigned char* p) {
 // warp-wide instructions (wgmma, barriers) get WARPSYNCs, and values derived from it (the
 // warpgroup's shared-memory offsets, its rows) live in per-thread registers, computed by IMAD (on
 // the FMA pipe), IADD3 and LOP3 and copied to uniform registers (R2UR) before each wgmma
-// descriptor uses them, where the uniform datapath computes them once a warp. ncu on an H100
-// (docs/gpu-ladder.md): one branch on threadIdx.x / 128 at the top of the forward's item loop
-// added 7.7 % instructions to the kernel, and the forward with this index ran 1.01x to 1.03x at
-// n = 1024 not causal (0.99x causal at d = 64; the backward lost with it). Call it where the
-// whole warp runs (a full-mask shuffle).
+// descriptor uses them, where the uniform datapath computes them once a warp (ncu's counts and
+// the forward's and backward's timings with each: docs/gpu-ladder.md). Call it where the whole
+// warp runs (a full-mask shuffle).
 __device__ inline int warpgroup_index() {
   return __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
 }
