@@ -8,6 +8,8 @@ lines), their difference, and the warp-state samples that ncu took at those line
 the size of the difference: where two builds of one loop differ, and what it costs.
 
   python3 scripts/sass_mix.py A.csv B.csv [--top 25]
+
+Exit 2, with one line on stderr, where a file cannot be read or holds no SASS lines.
 """
 import argparse
 import collections
@@ -48,7 +50,16 @@ def main():
     args = ap.parse_args()
     mix = {}
     for name in ("a", "b"):
-        lines = load(getattr(args, name))
+        path = getattr(args, name)
+        try:
+            lines = load(path)
+        except (OSError, csv.Error, UnicodeDecodeError) as e:
+            sys.stderr.write(f"sass_mix.py: cannot read {path}: {e}\n")
+            return 2
+        if not lines:
+            sys.stderr.write(f"sass_mix.py: {path}: no SASS lines "
+                             "(not ncu's source page as CSV?)\n")
+            return 2
         execd, samples = collections.Counter(), collections.Counter()
         for op, e, s in lines:
             execd[op] += e
