@@ -23,6 +23,7 @@ import csv
 import gzip
 import re
 import sys
+import zlib
 
 
 def count(text):
@@ -38,6 +39,8 @@ def load(path):
     out, columns, stalls = [], None, {}
     for r in rows:
         if "Source" in r and "Instructions Executed" in r:  # a kernel's header row
+            if "Warp Stall Sampling (All Samples)" not in r:
+                raise ValueError("no warp-state samples (profile with --section SourceCounters)")
             columns = (r.index("Source"), r.index("Instructions Executed"),
                        r.index("Warp Stall Sampling (All Samples)"))
             stalls = {c[len("stall_"):]: i for i, c in enumerate(r)
@@ -69,7 +72,7 @@ def print_stalls(lines_a, lines_b, top):
     print("%-20s %9s %9s %9s" % ("stall reason", "A samples", "B samples", "B - A"))
     for k in reasons[:top]:
         print("%-20s %9d %9d %9d" % (k, ta[k], tb[k], tb[k] - ta[k]))
-    for k in reasons[:3]:
+    for k in reasons[:min(3, top)]:
         print(f"{k}: at A's " + ", ".join(f"{op} {v}" for op, v in aa[k].most_common(4)) +
               "; at B's " + ", ".join(f"{op} {v}" for op, v in ab[k].most_common(4)))
 
@@ -78,15 +81,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("a")
     ap.add_argument("b")
-    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--top", type=int, default=25, help="rows to print (at least 1)")
     ap.add_argument("--stalls", action="store_true", help="the samples by stall reason too")
     args = ap.parse_args()
+    if args.top < 1:
+        sys.stderr.write(f"sass_mix.py: --top must be at least 1, got {args.top}\n")
+        return 2
     mix, lines_of = {}, {}
     for name in ("a", "b"):
         path = getattr(args, name)
         try:
             lines = load(path)
-        except (OSError, EOFError, csv.Error, UnicodeDecodeError) as e:
+        except (OSError, EOFError, zlib.error, csv.Error, UnicodeDecodeError, ValueError) as e:
             sys.stderr.write(f"sass_mix.py: cannot read {path}: {e}\n")
             return 2
         if not lines:

@@ -586,9 +586,9 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   };
   const BwdItem first_item = kPersistent ? BwdItem{} : item(0);  // (the ordinary grid's one)
   // threadIdx.x / 128, not hopper_ptx::warpgroup_index() as the forward: with the uniform index
-  // ptxas keeps more c-dependent values live across the consumers' loop, and the rung's choice
-  // spills 108 bytes at d = 64 (24 with this) and 100 at d = 128 (none): 0.84x and 0.98x on an
-  // H100 (docs/gpu-ladder.md, "why the index lost in the backward").
+  // the rung's choice spills 108 bytes at d = 64 (24 with this) and 100 at d = 128 (none), likely
+  // values that depend on c kept live across the consumers' loop: 0.84x and 0.98x on an H100
+  // (docs/gpu-ladder.md, "why the index lost in the backward").
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     hopper_ptx::mbarrier_init(full_kv, 1);
