@@ -1,8 +1,10 @@
 // fma_peak.cpp — the machine's fp32 FMA peak, per thread and for T threads at once:
 //   per thread: A independent accumulators x_a = x_a * b + c (one vector FMA each) for N rounds,
 //   GFLOP/s = T * N * A * W * 2 / seconds   (W = fp32 lanes per vector: 16 on AVX-512, 8 on AVX2)
-// A = 16 accumulators cover the FMA latency (4 cycles) on two FMA ports. This is the ceiling the
-// fast path's forward is compared with (docs/performance.md); no memory is touched.
+// A accumulators cover the FMA latency (4 cycles) on two FMA ports (8 in flight): 16 on AVX-512,
+// 12 on AVX2, whose 16 vector registers must also hold b and c (16 accumulators there spilled
+// to the stack and read 66 of the 107 GFLOP/s a Zen 5 core does). This is the ceiling the fast
+// path's forward is compared with (docs/performance.md); no memory is touched.
 // Build: g++ -O2 -march=x86-64-v4 -fopenmp scripts/fma_peak.cpp -o fma_peak
 // Run:   fma_peak THREADS [SECONDS]  ->  one JSON line
 #include <immintrin.h>
@@ -37,7 +39,11 @@ inline float first(V v) {
   return _mm256_cvtss_f32(v);
 }
 #endif
+#if defined(__AVX512F__)
 constexpr int A = 16;
+#else
+constexpr int A = 12;
+#endif
 
 // N rounds of A independent FMAs; returns a value that depends on all of them.
 float rounds(long N) {
