@@ -2,9 +2,9 @@
 //   per thread: A independent accumulators x_a = x_a * b + c (one vector FMA each) for N rounds,
 //   GFLOP/s = T * N * A * W * 2 / seconds   (W = fp32 lanes per vector: 16 on AVX-512, 8 on AVX2)
 // A accumulators cover the FMA latency (4 cycles) on two FMA ports (8 in flight): 16 on AVX-512,
-// 12 on AVX2, whose 16 vector registers must also hold b and c (16 accumulators there spilled
-// to the stack and read 66 of the 107 GFLOP/s a Zen 5 core does). This is the ceiling the fast
-// path's forward is compared with (docs/performance.md); no memory is touched.
+// 12 on AVX2, whose 16 vector registers must also hold b and c (16 accumulators there spilled to
+// the stack: one Zen 5 thread read 66 GFLOP/s with them, 106 with 12). This is the ceiling the
+// fast path's forward is compared with (docs/performance.md); no memory is touched.
 // Build: g++ -O2 -march=x86-64-v4 -fopenmp scripts/fma_peak.cpp -o fma_peak
 // Run:   fma_peak THREADS [SECONDS]  ->  one JSON line
 #include <immintrin.h>

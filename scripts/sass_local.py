@@ -10,9 +10,11 @@ The CUDA toolkit here has nvcc and ptxas but no disassembler. Debian 12's nvidia
 (11.8, in the archive's non-free section) has nvdisasm, which decodes sm_90a code but not the
 header that CUDA 12 and later write (ELF ABI version 8, the architecture in other bits of
 e_flags): the script rewrites those two fields of a copy to the older form (ABI 7, e_flags
-0x5a055a: sm_90, virtual sm_90, 64-bit addresses) and disassembles the copy. Instructions newer
+0x5a055a: sm_90, virtual sm_90, 64-bit addresses, unified texture mode) and disassembles the copy;
+it takes sm_90a cubins only (the flags are those of sm_90 whatever the cubin was built for). Instructions newer
 than 11.8 (VIADD, for one) are not decoded and leave a gap in the addresses; the listing marks each
-gap's instructions as UNDECODED, so counts stay whole. Checked against Nsight Compute's SASS page
+gap's instructions as UNDECODED, so counts stay whole (an undecoded instruction after a kernel's
+last decoded one would not be seen). Checked against Nsight Compute's SASS page
 of the same kernel (docs/data/ncu_sass_bwd_head_d64_causal_session33.csv.gz): the same 3,376
 instructions in the same order, the 45 VIADD among them UNDECODED; the rest differ only in how
 operands are written (11.8 prints no .reuse flags and no memory descriptors desc[UR4]).
@@ -25,7 +27,8 @@ Usage:
   python3 scripts/sass_local.py --cubin A.cubin --cubin B.cubin --kernel REGEX [--diff]
   python3 scripts/sass_local.py --cubin A.cubin --kernel REGEX --listing    (the kernel's SASS)
   python3 scripts/sass_local.py --self-test    (the header rewrite and the parsing, no nvdisasm)
-Exit 0; 2 on bad arguments or a step that failed (one line on stderr).
+Exit 0; 2 on bad arguments or a step that failed (one line on stderr); --self-test exits 1 when a
+check fails.
 """
 import argparse
 import collections
@@ -55,8 +58,11 @@ def fail(message):
     sys.exit(2)
 
 
-def run(command, what):
-    result = subprocess.run(command, capture_output=True, text=True)
+def run(command, what, cwd=None):
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+    except OSError as e:
+        fail(f'{what} failed: {e.strerror}: {command[0]}')
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ['']
         fail(f'{what} failed: {tail[0]}')
@@ -67,7 +73,10 @@ def fetched_nvdisasm(cache):
     tool = os.path.join(cache, 'usr', 'bin', 'nvdisasm')
     if os.path.isfile(tool):
         return tool
-    os.makedirs(cache, exist_ok=True)
+    try:
+        os.makedirs(cache, exist_ok=True)
+    except OSError as e:
+        fail(f'cannot make the cache {cache}: {e.strerror}')
     with tempfile.TemporaryDirectory() as work:
         sources, lists = os.path.join(work, 'nonfree.sources'), os.path.join(work, 'lists')
         os.makedirs(os.path.join(lists, 'partial'))
@@ -76,8 +85,8 @@ def fetched_nvdisasm(cache):
         options = ['-o', f'Dir::Etc::sourcelist={sources}', '-o', 'Dir::Etc::sourceparts=/dev/null',
                    '-o', f'Dir::State::Lists={lists}']
         run(['apt-get', *options, 'update'], 'apt-get update (the non-free section)')
-        subprocess.run(['apt-get', *options, 'download', 'nvidia-cuda-toolkit'], cwd=work,
-                       capture_output=True, text=True)
+        run(['apt-get', *options, 'download', 'nvidia-cuda-toolkit'],
+            'apt-get download nvidia-cuda-toolkit', cwd=work)
         debs = [f for f in os.listdir(work) if f.endswith('.deb')]
         if not debs:
             fail('apt-get download nvidia-cuda-toolkit gave no package')
@@ -96,8 +105,8 @@ def compiled_cubin(cu, include, out):
 
 def patched_header(data):
     """A copy of a cubin's bytes with the ELF header as CUDA 11.8's nvdisasm reads it."""
-    if data[:4] != b'\x7fELF' or len(data) < 52:
-        raise ValueError('not an ELF file')
+    if len(data) < 64 or data[:4] != b'\x7fELF' or data[4] != 2 or data[5] != 1:
+        raise ValueError('not a 64-bit little-endian ELF file')
     copy = bytearray(data)
     copy[8] = 7                                # EI_ABIVERSION
     struct.pack_into('<I', copy, 48, 0x5a055a)  # e_flags: sm_90, virtual sm_90, 64-bit addresses
@@ -124,12 +133,15 @@ def parse_listing(text):
 
 
 def listing(nvdisasm, cubin):
-    with open(cubin, 'rb') as f:
-        data = f.read()
+    try:
+        with open(cubin, 'rb') as f:
+            data = f.read()
+    except OSError as e:
+        fail(f'cannot read {cubin}: {e.strerror}')
     try:
         data = patched_header(data)
-    except ValueError:
-        fail(f'{cubin} is not an ELF file')
+    except ValueError as e:
+        fail(f'{cubin}: {e}')
     with tempfile.NamedTemporaryFile(suffix='.cubin') as copy:
         copy.write(data)
         copy.flush()
@@ -139,12 +151,12 @@ def listing(nvdisasm, cubin):
 def self_test():
     """The parts that need no nvdisasm, on made-up input; exit 1 on a failure."""
     header = bytearray(64)
-    header[:4], header[8] = b'\x7fELF', 8
+    header[:6], header[8] = b'\x7fELF\x02\x01', 8
     struct.pack_into('<I', header, 48, 0x6005a04)
     out = patched_header(bytes(header))
     checks = [out[8] == 7, struct.unpack_from('<I', out, 48)[0] == 0x5a055a, len(out) == 64]
     try:
-        patched_header(b'\x7fELX' + bytes(60))
+        patched_header(b'\x7fELF\x01\x01' + bytes(58))  # 32-bit
         checks.append(False)
     except ValueError:
         checks.append(True)
@@ -178,6 +190,7 @@ def opcode(text):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.error = fail
     p.add_argument('--cu', action='append', default=[], help='a .cu file to compile to a cubin')
     p.add_argument('--cubin', action='append', default=[], help='a cubin (sm_90a)')
     p.add_argument('--include', default='src', help='the include root for --cu [src]')
@@ -199,18 +212,20 @@ def main():
         pattern = re.compile(a.kernel)
     except re.error as e:
         fail(f'--kernel is not a regular expression: {e}')
-    nvdisasm = a.nvdisasm or fetched_nvdisasm(a.cache)
+    if not 1 <= len(a.cubin) + len(a.cu) <= 2:
+        fail('give one or two of --cu and --cubin')
     for path in a.cubin + a.cu:
         if not os.path.isfile(path):
             fail(f'no file {path}')
+    if a.nvdisasm and not os.access(a.nvdisasm, os.X_OK):
+        fail(f'--nvdisasm {a.nvdisasm} is not an executable file')
+    nvdisasm = a.nvdisasm or fetched_nvdisasm(a.cache)
     with tempfile.TemporaryDirectory() as work:
         cubins = list(a.cubin)
         for i, cu in enumerate(a.cu):
             cubins.append(compiled_cubin(cu, a.include, os.path.join(work, f'{i}.cubin')))
-        if not 1 <= len(cubins) <= 2:
-            fail('give one or two of --cu and --cubin')
         builds = [listing(nvdisasm, c) for c in cubins]
-    names = sorted(n for n in builds[0] if pattern.search(n))
+    names = sorted({n for b in builds for n in b if pattern.search(n)})
     if not names:
         fail(f'no kernel matches {a.kernel!r}')
     for name in names:
