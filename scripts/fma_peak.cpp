@@ -16,7 +16,7 @@
 
 #if defined(__AVX512F__)
 using V = __m512;
-constexpr int W = 16;
+constexpr int W = 16, A = 16;  // lanes, accumulators (32 registers)
 inline V fma(V a, V b, V c) {
   return _mm512_fmadd_ps(a, b, c);
 }
@@ -28,7 +28,7 @@ inline float first(V v) {
 }
 #else
 using V = __m256;
-constexpr int W = 8;
+constexpr int W = 8, A = 12;  // 12 accumulators, b and c in 16 registers
 inline V fma(V a, V b, V c) {
   return _mm256_fmadd_ps(a, b, c);
 }
@@ -38,11 +38,6 @@ inline V splat(float x) {
 inline float first(V v) {
   return _mm256_cvtss_f32(v);
 }
-#endif
-#if defined(__AVX512F__)
-constexpr int A = 16;
-#else
-constexpr int A = 12;
 #endif
 
 // N rounds of A independent FMAs; returns a value that depends on all of them.

@@ -42,7 +42,7 @@ import sys
 import tempfile
 
 NVCC_FLAGS = ['-DFLASHDEMO_HAS_CUDA=1', '-O3', '-DNDEBUG', '-arch=sm_90a', '-cubin',
-              '--expt-relaxed-constexpr', '-std=c++17', '-x', 'cu']
+              '--expt-relaxed-constexpr', '-std=c++17', '-isystem=/usr/include/eigen3']
 SOURCES = """Types: deb
 URIs: http://deb.debian.org/debian
 Suites: bookworm
@@ -98,8 +98,7 @@ def fetched_nvdisasm(cache):
 
 def compiled_cubin(cu, include, out):
     nvcc = shutil.which('nvcc') or '/usr/local/cuda/bin/nvcc'
-    run([nvcc, *NVCC_FLAGS[:1], f'-I{include}', '-isystem=/usr/include/eigen3', *NVCC_FLAGS[1:],
-         cu, '-o', out], f'nvcc -cubin {cu}')
+    run([nvcc, *NVCC_FLAGS, f'-I{include}', '-x', 'cu', cu, '-o', out], f'nvcc -cubin {cu}')
     return out
 
 
