@@ -272,6 +272,7 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::bwd_br64, "bwd_br64", Msg::step_bwd_br64},
     {cuda::HopperStep::bwd_dq_by_keys, "bwd_dq_by_keys", Msg::step_bwd_dq_by_keys},
     {cuda::HopperStep::bwd_stages3, "bwd_stages3", Msg::step_bwd_stages3},
+    {cuda::HopperStep::bwd_dq_sets2, "bwd_dq_sets2", Msg::step_bwd_dq_sets2},
     {cuda::HopperStep::bwd_rotate, "bwd_rotate", Msg::step_bwd_rotate},
     {cuda::HopperStep::bwd_persistent, "bwd_persistent", Msg::step_bwd_persistent},
 };

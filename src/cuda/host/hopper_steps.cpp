@@ -16,13 +16,15 @@
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
-//              registers, dQ cut by column halves; at d = 128 dQ cut by keys, three stages;
+//              registers, dQ cut by column halves; at d = 128 dQ cut by keys, three stages,
+//              the rung's choice with two sets of dQ's staging;
 //              at both, dQ staged without bank conflicts (spread), the query tiles walked
 //              from a place of each key tile's own (rotated)                hopper_backward.cuh
 // The rung's own choice at d (its per-d defaults) comes first: the base each step is read against.
 // Its backward issues dQ's reduces from a writer warp at both d: the overlap steps (bwd_none ..
 // bwd_p_dq), spread, three stages, the cut by keys, Br = 64 and the persistent grid run without
-// it, so their ratio to the choice holds the writer's share too; the rotated walk keeps it.
+// it, so their ratio to the choice holds the writer's share too; the rotated walk and the two sets
+// of dQ's staging keep it.
 #include "cuda/host/rungs_api.hpp"
 
 namespace fd::cuda {
@@ -32,7 +34,7 @@ namespace {
 // its kernel) and what it sets: the forward's HopperFwdSteps (ping-pong, overlap, persistent,
 // consumers, stage_o, exp_fma, prefetch, stages, bc, idle_padding), or the backward's
 // HopperBwdSteps (bulk_dq, dq_by_columns, overlap bits P = 1, Dq = 2, Next = 4, Stages3 = 32,
-// Writer = 64, Br, held,
+// Writer = 64, Sets2 = 256, Br, held,
 // staging, persistent, rotate; -1 the rung's default). rung_choice stands once per pass, with every
 // switch at the default.
 struct StepSetting {
@@ -73,7 +75,8 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::bwd_dq_halves, Pass::bwd, 64, true, {}, {true, 1, -1, 64, 0, 1}},
     {HopperStep::bwd_br64, Pass::bwd, 64, true, {}, {true, -1, -1, 64}},
     {HopperStep::bwd_dq_by_keys, Pass::bwd, 128, true, {}, {true, 0, -1, -1}},
-    {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},  // P, Dq, 3
+    {HopperStep::bwd_stages3, Pass::bwd, 128, true, {}, {true, -1, 35, -1}},    // P, Dq, 3
+    {HopperStep::bwd_dq_sets2, Pass::bwd, 128, true, {}, {true, -1, 323, -1}},  // choice, 2 sets
     {HopperStep::bwd_rotate, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 0, 1}},
     {HopperStep::bwd_persistent, Pass::bwd, 0, true, {}, {true, -1, -1, -1, 0, -1, 1}},
 };

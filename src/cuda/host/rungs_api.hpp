@@ -89,10 +89,11 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 // atomics, the overlaps bit by bit, dQ staged without bank conflicts (spread), and, where the rung
 // has them, Br = 64 at d = 64 (the rung's is 128 there) with the variants only it has (the
 // pipeline across tiles, K_j and V_j held in registers, dQ cut by column halves), or the cut of dQ
-// by keys and three stages of Q_i, dO_i (d = 128), and the query tiles walked from a place of each
-// key tile's own (rotated). The choice's backward has dQ's reduces issued by a writer warp, which
-// every backward step but the rotated walk runs without (hopper_steps.cpp).
-// The backward's variants beyond atomics are built in bf16 only: in fp16 the list stops there.
+// by keys, three stages of Q_i, dO_i and two sets of dQ's staging (d = 128), and the query tiles
+// walked from a place of each key tile's own (rotated). The choice's backward has dQ's reduces
+// issued by a writer warp, which every backward step but the rotated walk and the two sets runs
+// without (hopper_steps.cpp). The backward's variants beyond atomics are built in bf16 only: in
+// fp16 the list stops there.
 enum class HopperStep {
   rung_choice,
   fwd_none,
@@ -123,6 +124,7 @@ enum class HopperStep {
   bwd_br64,
   bwd_dq_by_keys,
   bwd_stages3,
+  bwd_dq_sets2,
   bwd_rotate,
   bwd_persistent
 };

@@ -361,7 +361,9 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     kernel<<<grid, kHopperThreads, bytes>>>(tmQ, p.maps.K, p.maps.V, tmdO, tmdQ, a);
   };
   constexpr DqCut kCut = hopper_bwd_cut(kD, kBr);
-  constexpr std::size_t bytes = HopperBwdSmem<kD, kBr>::kBytes;
+  constexpr std::size_t bytes = HopperBwdSmem<kD, kBr>::kBytes;  // (one stage pair, one dQ set)
+  constexpr int kChoice = hopper_bwd_choice(kD, kBr);
+  constexpr std::size_t choice_bytes = HopperBwdSmemFor<kD, kBr, kCut, kChoice>::kBytes;
   using W = DqWay;
   if ((steps.bwd_persistent || steps.bwd_rotate) && (deterministic || !steps.bulk_dq))
     throw CudaError(  // (not the ordinary grid, or the walk in order, instead)
@@ -382,8 +384,8 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
       if (steps.bwd_rotate == 1) {
         if constexpr (kBr == HopperBwdTiles<kD>::Br)
           if (own_settings && !steps.bwd_persistent) {
-            constexpr int O = hopper_bwd_choice(kD, kBr) | kBwdRotate;
-            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
+            constexpr int O = kChoice | kBwdRotate;
+            return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, choice_bytes);
           }
         throw CudaError(
             "hopper's backward walks the query tiles rotated with its own settings only");
@@ -455,7 +457,7 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
             steps.dq_by_columns < 0 && steps.bwd_held == 0 && !other_staging) {
           constexpr int O = hopper_bwd_overlap(kD, kBr) | kBwdStages3;
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>,
-                     HopperBwdSmem<kD, kBr, kCut, 3>::kBytes);
+                     HopperBwdSmemFor<kD, kBr, kCut, O>::kBytes);
         }
       // dQ's reduces issued by a writer warp (the rung's cut, staging and overlaps beside)
       if constexpr (kBr == HopperBwdTiles<kD>::Br && HopperBwdSmem<kD, kBr, kCut>::kDqBlocks == 1)
@@ -464,6 +466,15 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
             !steps.bwd_persistent) {
           constexpr int O = hopper_bwd_overlap(kD, kBr) | kBwdDqWriter;
           return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>, bytes);
+        }
+      // at d = 128, the rung's choice with dQ's staging twice (at d = 64, Br = 128, it does not
+      // fit)
+      if constexpr (kD == 128 && kBr == 64)
+        if (steps.bwd_overlap == (kChoice | kBwdDqSets2) && steps.dq_by_columns < 0 &&
+            steps.bwd_held == 0 && !other_staging && !steps.bwd_persistent) {
+          constexpr int O = kChoice | kBwdDqSets2;
+          return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, O>,
+                     HopperBwdSmemFor<kD, kBr, kCut, O>::kBytes);
         }
       // the other cut at Br = 64, d = 128: by keys (twice the reduce traffic, no meeting)
       if constexpr (kD == 128 && kBr == 64)
@@ -476,7 +487,7 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
     // as the default under its name.
     const bool other_cut =
         steps.dq_by_columns >= 0 && (steps.dq_by_columns == 1) != (kCut == DqCut::columns);
-    if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != hopper_bwd_choice(kD, kBr)) || other_cut ||
+    if ((steps.bwd_overlap >= 0 && steps.bwd_overlap != kChoice) || other_cut ||
         steps.bwd_held != 0 || staging != hopper_bwd_dq_staging(kD) || steps.bwd_persistent ||
         steps.bwd_rotate)
       throw CudaError("hopper's backward has no kernel for overlap " +
@@ -485,7 +496,7 @@ void launch_hopper_backward_tiles(const DeviceProblem<E>& p, BackwardArrays<E>& 
                       std::to_string(steps.bwd_held) + ", staging " + std::to_string(int(staging)) +
                       " at d = " + std::to_string(kD) + ", Br = " + std::to_string(kBr) +
                       " in this element type");
-    return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, hopper_bwd_choice(kD, kBr)>, bytes);
+    return run(hopper_bwd_kernel<E, kD, W::bulk_add, kBr, kCut, kChoice>, choice_bytes);
   }
   // dQ per query tile of 64 rows, as mma's deterministic backward computes it
   const Tiling mma_tiling{p.s.n, p.s.m, kBwdTile, kBwdTile};

@@ -40,6 +40,7 @@
 //   Q_i, dO_i         2 stages x 2 x Br d                64 KiB             64 KiB
 //   dS^T              2 buffers x 128 x Br               64 KiB             32 KiB
 //   dQ staging        2 warpgroups x blocks x 64 x 64 x 4 bytes  32 KiB     32 KiB
+//                     (twice, kBwdDqSets2: d = 128 only)                        64 KiB
 //   (L2, D)_i         2 stages x Br x 8 bytes, and 5 mbarriers
 // Registers of a consumer thread (fp32 accumulators, HopperBwdFits): dK, dV d / 2 each, S^T and
 // dP^T Br / 2 each; then P^T and dS^T as A fragments (Br / 4 each) and dQ's block (32): 192 at
@@ -95,6 +96,11 @@ inline constexpr int kHopperBwdDqRows = 16;
 //                  same rows (128 blocks a head at n = 16384, 32 at n = 4096; causal, their i0
 //                  differ already); Q_i, dO_i and dQ_i of every tile are still read and added once
 //                  a block (walk_tile). A step: 0.98x to 0.99x at n = 16384 (H100)
+//   kBwdDqSets2    (with the writer warp) dQ's staging twice: step u's blocks in set u % 2, so
+//                  that a warpgroup stages once the reduces of step u - 2 have read their set, not
+//                  those of step u - 1 (issued a step ago, when the writer saw the blocks staged).
+//                  32 KiB more: at d = 128 (Br = 64) the block then uses 226 of its 227 KiB; at
+//                  d = 64 (Br = 128) it is 48 bytes too many
 // and two bits that move an operand, not the order:
 //   kBwdKRegisters, kBwdVRegisters  the warpgroup's 64 rows of K_j (of V_j) loaded once into
 //                  registers as A fragments (ldmatrix), so that S^T = K_j Q_i^T (dP^T = V_j dO_i^T)
@@ -102,7 +108,7 @@ inline constexpr int kHopperBwdDqRows = 16;
 //                  product (d / 4 registers each; Br = 64)
 inline constexpr int kBwdOverlapP = 1, kBwdOverlapDq = 2, kBwdOverlapNext = 4;
 inline constexpr int kBwdKRegisters = 8, kBwdVRegisters = 16, kBwdStages3 = 32;
-inline constexpr int kBwdDqWriter = 64, kBwdRotate = 128;
+inline constexpr int kBwdDqWriter = 64, kBwdRotate = 128, kBwdDqSets2 = 256;
 // The writer's named barriers: full + c, warpgroup c's block staged and fenced; empty + c, its
 // staging read by the last reduce. Each counts the warpgroup's 128 threads and the writer's 32.
 inline constexpr int kBwdDqFull = 5, kBwdDqEmpty = 7, kBwdDqThreads = 160;
@@ -199,24 +205,31 @@ struct HopperBwdArgs {
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte. dQ's staging: a
-// 64 x 64 fp32 block per warpgroup per block of dS K_j it adds (kDqBlocks, by the cut).
+// 64 x 64 fp32 block per warpgroup per block of dS K_j it adds (kDqBlocks, by the cut), in
+// kDqSets sets (kBwdDqSets2: two, step u's in set u % 2).
 template <int kD, int kBr = HopperBwdTiles<kD>::Br, DqCut kCut = hopper_bwd_cut(kD, kBr),
-          int kStageCount = HopperBwdTiles<kD>::kStages>
+          int kStageCount = HopperBwdTiles<kD>::kStages, int kDqSetCount = 1>
 struct HopperBwdSmem {
   static constexpr int Br = kBr, Bc = kHopperBwdBc;
   static constexpr int kDqBlocks = kCut == DqCut::columns ? Br / 64
                                    : kCut == DqCut::rows  ? kD / 64
                                                           : (Br / 64) * (kD / 64);
-  static constexpr int kStages = kStageCount;
+  static constexpr int kStages = kStageCount, kDqSets = kDqSetCount;
   static constexpr int kK = 0, kV = Bc * kD * 2, kQ = 2 * kV;
   static constexpr int kdO = kQ + kStages * Br * kD * 2;
   static constexpr int kdST = kdO + kStages * Br * kD * 2;  // 2 buffers of Bc x Br
-  static constexpr int kdQ = kdST + 2 * Bc * Br * 2;  // 2 warpgroups x kDqBlocks x 64 x 64 fp32
-  static constexpr int kLD = kdQ + 2 * kDqBlocks * 64 * 64 * 4;
+  static constexpr int kdQ = kdST + 2 * Bc * Br * 2;  // sets x 2 warpgroups x kDqBlocks x 64 x 64
+  static constexpr int kDqSet = 2 * kDqBlocks * 64 * 64;  // fp32 values a set
+  static constexpr int kLD = kdQ + kDqSets * kDqSet * 4;
   static constexpr int kBarriers = kLD + kStages * Br * 8;
   // full_kv, full and empty per stage, empty_kv (the persistent grid's)
   static constexpr int kBytes = kBarriers + 8 * (2 + 2 * kStages) + 1024;  // + alignment
 };
+// The layout of the kernel with overlap bits kOverlap: three stages (kBwdStages3), two sets of
+// dQ's staging (kBwdDqSets2).
+template <int kD, int kBr, DqCut kCut, int kOverlap>
+using HopperBwdSmemFor = HopperBwdSmem<kD, kBr, kCut, (kOverlap & kBwdStages3) ? 3 : 2,
+                                       (kOverlap & kBwdDqSets2) ? 2 : 1>;
 
 // The fp32 values a consumer thread holds at once: dK, dV, and S^T with dP^T; then dK, dV, P^T
 // and dS^T as A fragments, and dQ's block (64 x 64, or 64 x d at d = 64).
@@ -235,7 +248,8 @@ struct HopperBwdFits {
   template <int kD, int kBr = HopperBwdTiles<kD>::Br>
   static constexpr bool at() {
     return (kD == 64 || kD == 128) && (kBr == 64 || kBr == 128) &&
-           HopperBwdSmem<kD, kBr>::kBytes <= int(kSmemOptIn) &&
+           HopperBwdSmemFor<kD, kBr, hopper_bwd_cut(kD, kBr), hopper_bwd_choice(kD, kBr)>::kBytes <=
+               int(kSmemOptIn) &&
            hopper_bwd_consumer_registers(kD, kBr) <= kHopperConsumerRegisters;
   }
 };
@@ -476,17 +490,19 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
 }
 
 // One step u of dQ's writer warp (kBwdDqWriter): both warpgroups' blocks of dQ_i's share of key
-// tile j (query rows q0.., kDqBlocks = 1), in the consumers' order. Once the reduces of step
-// u - 1 have read their staging (wait_group.read 0: both warpgroups' at once, issued a step ago),
-// each warpgroup may stage again (empty + c); then, warpgroup by warpgroup, once its block is
-// staged (full + c), lane 0 adds it into dQ by the copy engine: the 64 x kW block as kW / 32
-// swizzled boxes of 64 x 32, or (groups) four warps' boxes of 16 rows x 64.
-template <int kD, DqCut kCut, DqStaging kStaging>
+// tile j (query rows q0.., kDqBlocks = 1), in the consumers' order, staged in set u % kSets.
+// Once the reduces of step u - kSets have read that set (wait_group.read: all but the 2 (kSets - 1)
+// latest groups, each step's two issued after the blocks were staged), each warpgroup may stage
+// step u (empty + c): at every step but the first, so that a warpgroup's arrival on full + c is
+// never its second before the writer has seen its first. Then, warpgroup by warpgroup, once its
+// block is staged (full + c), lane 0 adds it into dQ by the copy engine: the 64 x kW block as
+// kW / 32 swizzled boxes of 64 x 32, or (groups) four warps' boxes of 16 rows x 64.
+template <int kD, DqCut kCut, DqStaging kStaging, int kSets>
 __device__ inline void write_dq_step(const CUtensorMap* tmdQ, float* sdQ, int u, int q0, int head) {
   constexpr int kW = kCut == DqCut::columns ? kD / 2 : 64;  // the block's columns
   const bool lane0 = threadIdx.x % 32 == 0;
   if (u > 0) {
-    if (lane0) hopper_ptx::bulk_wait_read<0>();
+    if (lane0 && u >= kSets) hopper_ptx::bulk_wait_read<2 * (kSets - 1)>();
     __syncwarp();
     for (int c = 0; c < 2; ++c) hopper_ptx::named_barrier_arrive(kBwdDqEmpty + c, kBwdDqThreads);
   }
@@ -494,7 +510,7 @@ __device__ inline void write_dq_step(const CUtensorMap* tmdQ, float* sdQ, int u,
     hopper_ptx::named_barrier_sync(kBwdDqFull + c, kBwdDqThreads);
     if (!lane0) continue;
     const int r0 = kCut == DqCut::rows ? 64 * c : 0, c0 = kCut == DqCut::columns ? kW * c : 0;
-    float* block = sdQ + c * 64 * 64;
+    float* block = sdQ + ((u % kSets) * 2 + c) * 64 * 64;
     if constexpr (kStaging == DqStaging::groups) {
       for (int w = 0; w < 4; ++w)
         hopper_ptx::tma_reduce_add_4d(tmdQ, 0, q0 + r0 + kHopperBwdDqRows * w, c0 / 8, head,
@@ -535,8 +551,9 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
   constexpr bool kByWarp = kStaging == DqStaging::groups, kSpread = kStaging == DqStaging::spread;
   constexpr bool kWriter = kOverlap & kBwdDqWriter, kRotate = kOverlap & kBwdRotate;
+  constexpr int kDqSets = (kOverlap & kBwdDqSets2) ? 2 : 1;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = HopperBwdSmem<kD, kBr, kCut, (kOverlap & kBwdStages3) ? 3 : 2>;
+  using L = HopperBwdSmemFor<kD, kBr, kCut, kOverlap>;
   static_assert(L::kBytes <= int(kSmemOptIn), "the stages do not fit in shared memory");
   static_assert(kCut != DqCut::columns || kStaging != DqStaging::groups || kD == 128,
                 "groups stage blocks 64 columns wide");
@@ -555,6 +572,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   static_assert(!kPersistent || !kNext, "the persistent grid: without the pipeline across tiles");
   static_assert(!kWriter || (kDq == DqWay::bulk_add && !kNext && !kSpread && L::kDqBlocks == 1),
                 "dQ's writer warp: the bulk reduce of one block a warpgroup a step");
+  static_assert(kDqSets == 1 || kWriter, "two sets of dQ's staging: with the writer warp");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -620,8 +638,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
           const BwdItem it = item(wi);
           const int i0 = int(first_query_tile(a.tiling, a.mask, it.j)), count = int(Tr) - i0;
           for (int t = 0; t < count; ++t, ++u)
-            write_dq_step<kD, kCut, kStaging>(&tmdQ, sdQ, u,
-                                              walk_tile<kRotate>(t, i0, count, it.j) * Br, it.head);
+            write_dq_step<kD, kCut, kStaging, kDqSets>(
+                &tmdQ, sdQ, u, walk_tile<kRotate>(t, i0, count, it.j) * Br, it.head);
         }
         if (threadIdx.x == 32) hopper_ptx::bulk_wait<0>();  // the last reduces done
         return;
@@ -714,7 +732,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     const auto send_dq = [&](const auto& dq, index_t u, index_t q0, int r0, int c0, int blk) {
       [[maybe_unused]] constexpr int kW = 8 * int(sizeof(dq) / sizeof(dq[0]));  // 64 or 32 columns
       if constexpr (kWriter) {
-        float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
+        float* mine = sdQ + int(u % kDqSets) * L::kDqSet + (c * L::kDqBlocks + blk) * 64 * 64;
         if (u > 0) hopper_ptx::named_barrier_sync(kBwdDqEmpty + c, kBwdDqThreads);
         if constexpr (kByWarp)
           stage_dq_groups(mine + w * kHopperBwdDqRows * 64, dq, a.scale);
