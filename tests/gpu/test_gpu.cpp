@@ -1006,13 +1006,15 @@ TEST_CASE("hopper backward steps speed, printed" * doctest::skip()) {
               W{true, -1, 1, -1}, W{true, -1, 2, -1}, W{true, -1, 3, -1}, W{true, -1, -1, -1, 0, 1},
               W{true, -1, 1, 64}, W{true, -1, 4, 64}, W{true, -1, 5, 64}, W{true, -1, -1, 64, 1},
               W{true, -1, -1, 64, 2}, W{true, 1, -1, 64, 0, 0}, W{true, 1, -1, 64, 0, 1},
-              W{true, 1, 3, 64, 0, 1}, W{true, -1, 35, -1}, W{true, -1, -1, -1, 0, -1, 1}}) {
+              W{true, 1, 3, 64, 0, 1}, W{true, -1, 35, -1}, W{true, -1, 323, -1},
+              W{true, -1, -1, -1, 0, -1, 1}}) {
           if (way.dq_by_columns >= 0 && way.staging < 0 && d != 128) continue;
           if (way.dq_by_columns >= 0 && way.staging >= 0 && d != 64) continue;
           if (way.overlap >= 4 && way.overlap < 32 && d != 64) continue;    // (pipeline: d = 64)
           if (way.overlap >= 32 && way.overlap < 64 && d != 128) continue;  // (three stages)
-          if (way.held > 0 && d != 64) continue;  // (K_j, V_j held: d = 64 only)
-          if (way.Br > 0 && d != 64) continue;    // (d = 128: Br = 64 only)
+          if (way.overlap >= 256 && d != 128) continue;  // (two sets of dQ's staging)
+          if (way.held > 0 && d != 64) continue;         // (K_j, V_j held: d = 64 only)
+          if (way.Br > 0 && d != 64) continue;           // (d = 128: Br = 64 only)
           auto t = cuda::hopper_time_backward_steps<float>(
               {b, h, n, n, d}, AttnParams{causal, {}, {}}, Variant{Precision::bf16, Mistake::none},
               way, q.data(), k.data(), v.data(), o.data(), 3, 20);

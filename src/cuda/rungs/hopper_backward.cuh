@@ -150,8 +150,8 @@ constexpr int hopper_bwd_overlap(int d, int Br) {
 // against bwd_p_dq, the kernel without it). At d = 64 (Br = 128) 1.03x on the H200; at d = 128
 // (Br = 64) on an H100, alternating with the kernel without it, 0.98x at n = 1024 not causal and
 // 1.00x to 1.03x elsewhere (n = 1024 causal, 4096, 16384; docs/gpu-ladder.md). Not beside the
-// persistent grid or the steps that change the staging, the cut or Br (hopper.cu launches it only
-// with every step default).
+// persistent grid or the steps that change the staging, the cut or Br (hopper.cu launches it with
+// every other setting at its default, or beside the rotated walk or two sets of dQ's staging).
 constexpr bool hopper_bwd_writes_dq(int d, int Br) {
   return (d == 64 && Br == 128) || (d == 128 && Br == 64);
 }
