@@ -221,6 +221,10 @@ struct HopperBwdSmem {
   static constexpr int kdQ = kdST + 2 * Bc * Br * 2;  // sets x 2 warpgroups x kDqBlocks x 64 x 64
   static constexpr int kDqSet = 2 * kDqBlocks * 64 * 64;  // fp32 values a set
   static constexpr int kLD = kdQ + kDqSets * kDqSet * 4;
+  // Where warpgroup c's block blk of set `set` starts, in fp32 values from the staging's first.
+  static constexpr int dq_block(int set, int c, int blk) {
+    return set * kDqSet + (c * kDqBlocks + blk) * 64 * 64;
+  }
   static constexpr int kBarriers = kLD + kStages * Br * 8;
   // full_kv, full and empty per stage, empty_kv (the persistent grid's)
   static constexpr int kBytes = kBarriers + 8 * (2 + 2 * kStages) + 1024;  // + alignment
@@ -490,16 +494,18 @@ __device__ inline void score_gradients_t(float (&dpt)[Br / 8][4], const float (&
 }
 
 // One step u of dQ's writer warp (kBwdDqWriter): both warpgroups' blocks of dQ_i's share of key
-// tile j (query rows q0.., kDqBlocks = 1), in the consumers' order, staged in set u % kSets.
-// Once the reduces of step u - kSets have read that set (wait_group.read: all but the 2 (kSets - 1)
-// latest groups, each step's two issued after the blocks were staged), each warpgroup may stage
-// step u (empty + c): at every step but the first, so that a warpgroup's arrival on full + c is
-// never its second before the writer has seen its first. Then, warpgroup by warpgroup, once its
-// block is staged (full + c), lane 0 adds it into dQ by the copy engine: the 64 x kW block as
-// kW / 32 swizzled boxes of 64 x 32, or (groups) four warps' boxes of 16 rows x 64.
-template <int kD, DqCut kCut, DqStaging kStaging, int kSets>
+// tile j (query rows q0.., kDqBlocks = 1), in the consumers' order, staged in set u % kSets
+// (L::kDqSets, of the block's layout L). Once the reduces of step u - kSets have read that set
+// (wait_group.read: all but the 2 (kSets - 1) latest groups, each step's two issued after the
+// blocks were staged), each warpgroup may stage step u (empty + c): at every step but the first, so
+// that a warpgroup's arrival on full + c is never its second before the writer has seen its first.
+// Then, warpgroup by warpgroup, once its block is staged (full + c), lane 0 adds it into dQ by the
+// copy engine: the 64 x kW block as kW / 32 swizzled boxes of 64 x 32, or (groups) four warps'
+// boxes of 16 rows x 64.
+template <int kD, DqCut kCut, DqStaging kStaging, class L>
 __device__ inline void write_dq_step(const CUtensorMap* tmdQ, float* sdQ, int u, int q0, int head) {
   constexpr int kW = kCut == DqCut::columns ? kD / 2 : 64;  // the block's columns
+  constexpr int kSets = L::kDqSets;
   const bool lane0 = threadIdx.x % 32 == 0;
   if (u > 0) {
     if (lane0 && u >= kSets) hopper_ptx::bulk_wait_read<2 * (kSets - 1)>();
@@ -510,7 +516,7 @@ __device__ inline void write_dq_step(const CUtensorMap* tmdQ, float* sdQ, int u,
     hopper_ptx::named_barrier_sync(kBwdDqFull + c, kBwdDqThreads);
     if (!lane0) continue;
     const int r0 = kCut == DqCut::rows ? 64 * c : 0, c0 = kCut == DqCut::columns ? kW * c : 0;
-    float* block = sdQ + ((u % kSets) * 2 + c) * 64 * 64;
+    float* block = sdQ + L::dq_block(u % kSets, c, 0);
     if constexpr (kStaging == DqStaging::groups) {
       for (int w = 0; w < 4; ++w)
         hopper_ptx::tma_reduce_add_4d(tmdQ, 0, q0 + r0 + kHopperBwdDqRows * w, c0 / 8, head,
@@ -551,7 +557,6 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   constexpr int kScoreGroups = kOverlapP ? 2 : 1;  // commit groups of S^T and dP^T
   constexpr bool kByWarp = kStaging == DqStaging::groups, kSpread = kStaging == DqStaging::spread;
   constexpr bool kWriter = kOverlap & kBwdDqWriter, kRotate = kOverlap & kBwdRotate;
-  constexpr int kDqSets = (kOverlap & kBwdDqSets2) ? 2 : 1;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = HopperBwdSmemFor<kD, kBr, kCut, kOverlap>;
   static_assert(L::kBytes <= int(kSmemOptIn), "the stages do not fit in shared memory");
@@ -572,7 +577,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   static_assert(!kPersistent || !kNext, "the persistent grid: without the pipeline across tiles");
   static_assert(!kWriter || (kDq == DqWay::bulk_add && !kNext && !kSpread && L::kDqBlocks == 1),
                 "dQ's writer warp: the bulk reduce of one block a warpgroup a step");
-  static_assert(kDqSets == 1 || kWriter, "two sets of dQ's staging: with the writer warp");
+  static_assert(L::kDqSets == 1 || kWriter, "two sets of dQ's staging: with the writer warp");
   constexpr int Br = L::Br, Bc = L::Bc, kStages = L::kStages;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = hopper_ptx::aligned_1024(smem_raw);
@@ -638,7 +643,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
           const BwdItem it = item(wi);
           const int i0 = int(first_query_tile(a.tiling, a.mask, it.j)), count = int(Tr) - i0;
           for (int t = 0; t < count; ++t, ++u)
-            write_dq_step<kD, kCut, kStaging, kDqSets>(
+            write_dq_step<kD, kCut, kStaging, L>(
                 &tmdQ, sdQ, u, walk_tile<kRotate>(t, i0, count, it.j) * Br, it.head);
         }
         if (threadIdx.x == 32) hopper_ptx::bulk_wait<0>();  // the last reduces done
@@ -732,7 +737,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
     const auto send_dq = [&](const auto& dq, index_t u, index_t q0, int r0, int c0, int blk) {
       [[maybe_unused]] constexpr int kW = 8 * int(sizeof(dq) / sizeof(dq[0]));  // 64 or 32 columns
       if constexpr (kWriter) {
-        float* mine = sdQ + int(u % kDqSets) * L::kDqSet + (c * L::kDqBlocks + blk) * 64 * 64;
+        float* mine = sdQ + L::dq_block(int(u % L::kDqSets), c, blk);
         if (u > 0) hopper_ptx::named_barrier_sync(kBwdDqEmpty + c, kBwdDqThreads);
         if constexpr (kByWarp)
           stage_dq_groups(mine + w * kHopperBwdDqRows * 64, dq, a.scale);
@@ -743,7 +748,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       } else if constexpr (kDq == DqWay::atomics) {
         write_block<kD, kW, true>(a.dQ + head * a.n * kD, dq, q0 + r0, a.n, c0, a.scale);
       } else if constexpr (kByWarp) {
-        float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64 + w * kHopperBwdDqRows * 64;
+        float* mine = sdQ + L::dq_block(0, c, blk) + w * kHopperBwdDqRows * 64;
         stage_dq_groups(mine, dq, a.scale);
         hopper_ptx::fence_proxy_async();  // the lane's stores seen by the copy engine,
         __syncwarp();                     // and every lane's before lane 0 issues the reduce
@@ -753,7 +758,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
           hopper_ptx::bulk_commit();
         }
       } else {
-        float* mine = sdQ + (c * L::kDqBlocks + blk) * 64 * 64;
+        float* mine = sdQ + L::dq_block(0, c, blk);
         if (blk == 0 && !kSpread) hopper_ptx::named_barrier_sync(3 + c, 128);
         stage_dq_swizzled<kSpread, kW>(mine, dq, a.scale);
         hopper_ptx::fence_proxy_async();
