@@ -186,6 +186,7 @@ void run_bench_as(const BenchOptions& o) {
             {"min_ms", m.times.min_ms},
             {"max_ms", m.times.max_ms},
             {"reps", m.times.reps},
+            {"times_ms", m.times.ms},
             {"tflops", m.tflops},
             {"verified", true},
             {"verified_rows", v.rows},

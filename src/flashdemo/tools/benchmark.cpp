@@ -222,6 +222,7 @@ std::vector<double> time_loop(const std::function<void()>& once, index_t warmup,
 Times summarize(std::vector<double> ms) {
   Times t;
   if (ms.empty()) return t;
+  t.ms = ms;
   std::sort(ms.begin(), ms.end());
   t.median_ms = ms[ms.size() / 2], t.min_ms = ms.front(), t.max_ms = ms.back();
   t.reps = ms.size();

@@ -103,6 +103,7 @@ std::vector<double> time_loop(const std::function<void()>& once, index_t warmup,
 struct Times {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   std::size_t reps = 0;
+  std::vector<double> ms;  // every timed run's, in the order they ran
 };
 Times summarize(std::vector<double> ms);
 
