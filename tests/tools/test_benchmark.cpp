@@ -106,6 +106,7 @@ TEST_CASE("bench: a device that times itself is asked for its times, after verif
   CHECK(t.median_ms == 3.0);  // the upper median of an even count, as bench has always taken
   CHECK(t.min_ms == 1.0);
   CHECK(t.max_ms == 5.0);
+  CHECK(t.ms == std::vector<double>{5.0, 1.0, 3.0, 2.0});  // every run's, in the order they ran
 }
 
 TEST_CASE("bench: a time budget cuts the warm-up and reps of a slow kernel, 3 reps at least") {
