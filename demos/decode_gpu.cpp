@@ -1,7 +1,8 @@
 // decode_gpu.cpp — `flashdemo decode --device cuda`: split-KV attention on the GPU
 // (cuda/at_scale/decode.cuh, one thread block per (head, query-row group, split), the group's last
-// block merging). The plan is the CPU's heuristic with workers W = SMs x the kernel's resident
-// blocks per SM; the output is the CPU decode's (the plan, the splits' L_s, the merge, the verdict
+// block merging). The plan is the CPU's heuristic with workers W = SMs x the kernel's blocks an SM
+// (those that fit, at most 2: decode_api.hpp), K and V fed as decode_feed chooses from the splits'
+// length; the output is the CPU decode's (the plan, the splits' L_s, the merge, the verdict
 // of the first and the last head against the reference, decode_parts.hpp), then the kernel's time
 // and the bandwidth it reads K and V at:
 //   TB/s = kv_bytes / median kernel time,   kv_bytes = 2 heads (keys some row sees) d sizeof(E)
@@ -44,13 +45,15 @@ double host_bytes(const DecodeOptions& o, index_t num_splits) {
 }
 
 struct GpuTiming {
+  cuda::KvFeed feed = cuda::kDefaultKvFeed;  // how the kernel timed got K and V
   double bytes = 0, median_ms = 0, min_ms = 0;
   cuda::CopyBandwidth copy;
   double tbps() const { return bytes / (median_ms * 1e-3) / 1e12; }
 };
 
-GpuTiming timing_of(const DecodeOptions& o, const cuda::DecodeRun& run) {
+GpuTiming timing_of(const DecodeOptions& o, const cuda::DecodeRun& run, cuda::KvFeed feed) {
   GpuTiming t;
+  t.feed = feed;
   t.bytes = kv_bytes(o.shape(), o.mask(), element_bytes(dtype_precision(o.dtype)));
   std::vector<double> ms = run.ms;
   std::sort(ms.begin(), ms.end());
@@ -69,8 +72,8 @@ std::string gpu_units_line(const DecodeOptions& o, const SplitPlan& plan,
 
 void print_gpu_timing(const DecodeOptions& o, const SplitPlan& plan, const cuda::DecodeWorkers& w,
                       const GpuTiming& t) {
-  ui::result_section(
-      ui::tr(Msg::decode_gpu_timing_title, w.gpu, o.reps, kWarmup, format_bytes(t.bytes)));
+  ui::result_section(ui::tr(Msg::decode_gpu_timing_title, w.gpu, o.reps, kWarmup,
+                            format_bytes(t.bytes), cuda::kv_feed_name(t.feed)));
   ui::result(plan.forced ? Msg::decode_gpu_time_forced : Msg::decode_gpu_time_split, plan.splits,
              fmt::format("{:.4f}", t.median_ms), fmt::format("{:.2f}", t.tbps()));
   ui::result(Msg::decode_gpu_copy, format_bytes(t.copy.bytes),
@@ -84,9 +87,11 @@ void emit_gpu_json(const DecodeOptions& o, const SplitPlan& plan, const cuda::De
   nlohmann::json j = result_json(o, plan, r, c, dtype_precision(o.dtype));
   j["gpu"] = w.gpu;
   j["sms"] = w.sms;
-  j["blocks_per_sm"] = w.blocks_per_sm;
+  j["blocks_per_sm"] = w.blocks_per_sm;  // counted by the plan (resident_per_sm fit)
+  j["resident_per_sm"] = w.resident_per_sm;
   j["workers"] = plan.workers;
   j["warmup"] = kWarmup;
+  j["feed"] = cuda::kv_feed_name(t.feed);
   j["kv_bytes"] = t.bytes;
   j["median_ms"] = t.median_ms;
   j["min_ms"] = t.min_ms;
@@ -120,14 +125,15 @@ void run_on_gpu(const DecodeOptions& o) {
   ensure_fits(host_bytes(o, plan.splits), ui::tr(Msg::decode_gpu_memory_what));
   cuda::DecodeInputs in;
   in.seed = o.seed;
+  const cuda::KvFeed feed = cuda::decode_feed(o.m, plan.splits);
   cuda::DecodeRun run = cuda::decode(o.shape(), o.params(), p, plan.splits, in, checked_heads(o),
-                                     kWarmup, int(o.reps));
+                                     kWarmup, int(o.reps), feed);
   SplitKvResult<float> r;
   r.splits = plan.splits;
   r.O = std::move(run.O), r.L = std::move(run.L);
   r.O_part = std::move(run.O_part), r.L_part = std::move(run.L_part);
   const Checked checked = check_heads(o, p, head_arrays(o, run, r), r.splits);
-  const GpuTiming t = timing_of(o, run);
+  const GpuTiming t = timing_of(o, run, feed);
   if (ui::settings().json) {
     emit_gpu_json(o, plan, w, r, checked, t);
   } else {

@@ -622,6 +622,16 @@ TEST_CASE("decode: every feed of K and V gives the plain kernel's bits") {
       }
 }
 
+TEST_CASE("decode: the feed by the splits' length, bulk from 4096 keys a split on sm_90") {
+  const cuda::KvFeed long_feed =
+      cuda::gpu_info().cc_major >= 9 ? cuda::KvFeed::bulk : cuda::KvFeed::ahead;
+  CHECK(cuda::decode_feed(65536, 29) == cuda::KvFeed::ahead);  // 2259 keys a split
+  CHECK(cuda::decode_feed(65536, 16) == long_feed);            // 4096
+  CHECK(cuda::decode_feed(65535, 16) == cuda::KvFeed::ahead);  // 4095
+  CHECK(cuda::decode_feed(1048576, 29) == long_feed);
+  CHECK(cuda::decode_feed(1000, 1) == cuda::KvFeed::ahead);
+}
+
 // Not a test (-tc="decode speed*" --no-skip): the three feeds of K and V (plain, ahead, bulk), each
 // with its own plan (its occupancy; the GPU's minimum split, as flashdemo decode plans), at
 // decode_compare.py's cases, beside a device-to-device copy (bytes read + written) of the K and V

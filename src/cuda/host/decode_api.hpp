@@ -24,11 +24,14 @@ TileSizes decode_tiles(index_t n);
 // case). These two: decode_rules.cpp.
 Refusal decode_refuses(index_t d, Precision p);
 
-// What the plan counts as workers: the GPU's SMs times the blocks of the decode kernel (for this
-// element type, d and n) that fit on one.
+// What the plan counts as workers: the GPU's SMs times the blocks of the decode kernel it counts
+// on one, the blocks that fit there (for this element type, d and n) but at most
+// kDecodePlanBlocksPerSm: measured on the H100 and the H200 (docs/at-scale.md), a plan for the 4
+// that fit ran 4 % to 9 % slower at 8 heads than one with about 2 an SM, and level elsewhere.
+inline constexpr int kDecodePlanBlocksPerSm = 2;
 struct DecodeWorkers {
   std::string gpu;
-  int sms = 0, blocks_per_sm = 0;
+  int sms = 0, resident_per_sm = 0, blocks_per_sm = 0;  // fit; counted (<= the cap)
   index_t workers() const { return index_t(sms) * blocks_per_sm; }
 };
 // How the kernel's lanes get the keys and values of a step (decode.cuh):
@@ -46,6 +49,15 @@ inline const char* kv_feed_name(KvFeed feed) {
 
 // feed: of the kernel that feeds K and V so (decode below).
 DecodeWorkers decode_workers(Precision p, index_t d, index_t n, KvFeed feed = kDefaultKvFeed);
+
+// The feed flashdemo decode runs for S splits of m keys: the copy engine's (bulk) where a split
+// streams at least kBulkMinSplitKeys keys and the GPU has it (sm_90), else the loads a step
+// ahead. Measured on an H100 with the plan above (docs/at-scale.md): bulk 1.02x to 1.07x the loads
+// ahead at splits of 8,192 keys and more (its four stages keep more bytes in flight once filled),
+// 0.96x to 1.00x at splits of about 2,300 (the fill is not paid back). All feeds give the same
+// bits.
+inline constexpr index_t kBulkMinSplitKeys = 4096;
+KvFeed decode_feed(index_t m, index_t splits);
 
 // Where Q, K, V come from: host arrays of the shape's sizes holding values of the precision
 // (rounded to it), or, all null, drawn on the device (a counter-based normal draw of the seed,

@@ -92,6 +92,10 @@ DecodeWorkers decode_workers(Precision, index_t, index_t, KvFeed) {
   no_cuda();
 }
 
+KvFeed decode_feed(index_t, index_t) {
+  no_cuda();
+}
+
 DecodeRun decode(const DecodeShape&, const AttnParams&, Precision, index_t, const DecodeInputs&,
                  const std::vector<index_t>&, int, int, KvFeed) {
   no_cuda();

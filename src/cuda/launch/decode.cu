@@ -176,11 +176,21 @@ DecodeWorkers decode_workers(Precision p, index_t d, index_t n, KvFeed feed) {
   w.gpu = prop.name;
   w.sms = prop.multiProcessorCount;
   with_kernel(p, d, n, feed, [&](auto kernel) {
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.blocks_per_sm, kernel.fn, 128,
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.resident_per_sm, kernel.fn, 128,
                                                         std::size_t(kernel.smem_bytes)),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   });
+  w.blocks_per_sm = std::min(w.resident_per_sm, kDecodePlanBlocksPerSm);
   return w;
+}
+
+KvFeed decode_feed(index_t m, index_t splits) {
+  require_gpu();
+  int major = 0;
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
+        "cudaDeviceGetAttribute");
+  const bool long_splits = splits >= 1 && m / splits >= kBulkMinSplitKeys;
+  return major >= 9 && long_splits ? KvFeed::bulk : KvFeed::ahead;
 }
 
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,
