@@ -119,13 +119,16 @@ std::vector<HeadArrays<float>> head_arrays(const DecodeOptions& o, const cuda::D
 
 void run_on_gpu(const DecodeOptions& o) {
   const Precision p = dtype_precision(o.dtype);
-  const cuda::DecodeWorkers w = cuda::decode_workers(p, o.d, o.n);
+  cuda::DecodeWorkers w = cuda::decode_workers(p, o.d, o.n);
   const SplitPlan plan = plan_for(
       o, w.workers(), gpu_min_split_tiles(o.tiling().Bc));  // a --splits too large: refused here
   ensure_fits(host_bytes(o, plan.splits), ui::tr(Msg::decode_gpu_memory_what));
   cuda::DecodeInputs in;
   in.seed = o.seed;
   const cuda::KvFeed feed = cuda::decode_feed(o.m, plan.splits);
+  // (the plan counts the same blocks an SM for either feed, both fitting 2 or more; the report
+  // names the resident blocks of the kernel that runs)
+  w.resident_per_sm = cuda::decode_workers(p, o.d, o.n, feed).resident_per_sm;
   cuda::DecodeRun run = cuda::decode(o.shape(), o.params(), p, plan.splits, in, checked_heads(o),
                                      kWarmup, int(o.reps), feed);
   SplitKvResult<float> r;

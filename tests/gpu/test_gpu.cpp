@@ -633,7 +633,8 @@ TEST_CASE("decode: the feed by the splits' length, bulk from 4096 keys a split o
 }
 
 // Not a test (-tc="decode speed*" --no-skip): the three feeds of K and V (plain, ahead, bulk), each
-// with its own plan (its occupancy; the GPU's minimum split, as flashdemo decode plans), at
+// with the plan for its occupancy (capped at 2 blocks an SM, with the GPU's minimum split, as
+// flashdemo decode plans; flashdemo decode then runs decode_feed's choice of the two), at
 // decode_compare.py's cases, beside a device-to-device copy (bytes read + written) of the K and V
 // bytes: TB/s = 2 h m d 2 bytes / median time of 50.
 TEST_CASE("decode speed, printed" * doctest::skip()) {

@@ -438,7 +438,8 @@ __device__ inline void decode_bulk_steps(const DecodeSplit<E, kD, R>& b,
 // kFeed (KvFeed, decode_api.hpp, and the top of this file): ahead pipelines the unchecked steps in
 // software, step k + 1's loads issued before step k's update; bulk streams every step through
 // shared memory (decode_bulk_steps). The same arithmetic in the same order either way: the same
-// bits. decode() runs kDefaultKvFeed; the others are kept to be timed beside it.
+// bits. decode() runs kDefaultKvFeed unless told; flashdemo decode runs decode_feed's choice (ahead
+// or bulk, by the splits' length); plain is kept to be timed beside them.
 template <class E, int kD, int R, KvFeed kFeed = KvFeed::plain>
 __global__ void __launch_bounds__(DecodeLayout<E, kD>::kThreads)
     decode_kernel(const DecodeArgs<E> a) {

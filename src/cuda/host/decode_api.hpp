@@ -3,10 +3,11 @@
 // every call with CudaError, stub.cpp).
 //
 // The plan is the CPU decode's (split_kv.hpp: plan_splits, FlashAttention's num_splits
-// heuristic), with workers W = SMs x the decode kernel's resident blocks per SM, units U = heads x
-// query-row groups (Br rows each, decode_tiles), and the keys in tiles of Bc (splits are whole
-// tiles). Layout: Q, O (heads, n, d); K, V (heads, m, d); L (heads, n); the partials O_part
-// (heads, S, n, d) and L_part (heads, S, n), in fp32, as split_kv_forward writes them.
+// heuristic), with workers W = SMs x the decode kernel's blocks an SM (those that fit, at most
+// kDecodePlanBlocksPerSm), units U = heads x query-row groups (Br rows each, decode_tiles), and
+// the keys in tiles of Bc (splits are whole tiles); K and V fed as decode_feed chooses. Layout: Q,
+// O (heads, n, d); K, V (heads, m, d); L (heads, n); the partials O_part (heads, S, n, d) and
+// L_part (heads, S, n), in fp32, as split_kv_forward writes them.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +27,16 @@ Refusal decode_refuses(index_t d, Precision p);
 
 // What the plan counts as workers: the GPU's SMs times the blocks of the decode kernel it counts
 // on one, the blocks that fit there (for this element type, d and n) but at most
-// kDecodePlanBlocksPerSm: measured on the H100 and the H200 (docs/at-scale.md), a plan for the 4
-// that fit ran 4 % to 9 % slower at 8 heads than one with about 2 an SM, and level elsewhere.
+// kDecodePlanBlocksPerSm. Measured (docs/at-scale.md): at 8 heads and m = 65536 the plan for the
+// 4 that fit (55 splits) ran 4 % to 7 % slower than about 2 an SM, on an H100 and an H200; with
+// the loads ahead the cap read 0.98x to 1.00x elsewhere (H100), made up by the bulk feed
+// (decode_feed) that its longer splits take.
 inline constexpr int kDecodePlanBlocksPerSm = 2;
 struct DecodeWorkers {
   std::string gpu;
-  int sms = 0, resident_per_sm = 0, blocks_per_sm = 0;  // fit; counted (<= the cap)
+  int sms = 0;
+  int resident_per_sm = 0;  // blocks that fit on one SM (CUDA's occupancy calculator)
+  int blocks_per_sm = 0;    // those the plan counts: at most kDecodePlanBlocksPerSm
   index_t workers() const { return index_t(sms) * blocks_per_sm; }
 };
 // How the kernel's lanes get the keys and values of a step (decode.cuh):
@@ -54,8 +59,8 @@ DecodeWorkers decode_workers(Precision p, index_t d, index_t n, KvFeed feed = kD
 // streams at least kBulkMinSplitKeys keys and the GPU has it (sm_90), else the loads a step
 // ahead. Measured on an H100 with the plan above (docs/at-scale.md): bulk 1.02x to 1.07x the loads
 // ahead at splits of 8,192 keys and more (its four stages keep more bytes in flight once filled),
-// 0.96x to 1.00x at splits of about 2,300 (the fill is not paid back). All feeds give the same
-// bits.
+// 0.90x and 0.96x at splits of 2,259 keys (the fill is not paid back); bf16, one query row (other
+// element types and row groups take the same rule, untimed). All feeds give the same bits.
 inline constexpr index_t kBulkMinSplitKeys = 4096;
 KvFeed decode_feed(index_t m, index_t splits);
 
