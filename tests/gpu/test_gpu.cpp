@@ -531,8 +531,11 @@ void check_decode(const DecodeCase& c, Precision prec, const AttnParams& p) {
   const DecodeShape shape{H, c.n, c.m, c.d};
   const Tiling t = decode_tiling(shape, cuda::decode_tiles(c.n));
   const cuda::DecodeWorkers w = cuda::decode_workers(prec, c.d, c.n);
-  const index_t plan =
-      plan_splits(decode_units(shape, cuda::decode_tiles(c.n)), w.workers(), t.Tc()).splits;
+  const index_t units = decode_units(shape, cuda::decode_tiles(c.n));
+  // the plan without the GPU's minimum split (more splits at small m), and flashdemo decode's
+  const index_t plan = plan_splits(units, w.workers(), t.Tc()).splits;
+  const index_t cli_plan =
+      plan_splits(units, w.workers(), t.Tc(), gpu_min_split_tiles(t.Bc)).splits;
   std::vector<test::Expected<float>> expected;
   for (index_t h = 0; h < H; ++h) {
     const test::Problem<float> one{head(in.Q, h, c.n, c.d), head(in.K, h, c.m, c.d),
@@ -540,10 +543,12 @@ void check_decode(const DecodeCase& c, Precision prec, const AttnParams& p) {
     expected.emplace_back(one, prec);
   }
   const cuda::DecodeInputs inputs{in.Q.data(), in.K.data(), in.V.data(), 0};
-  for (index_t num_splits : {index_t(1), index_t(2), index_t(7), plan}) {
+  for (index_t num_splits : {index_t(1), index_t(2), index_t(7), plan, cli_plan}) {
     if (num_splits > t.Tc()) continue;
-    INFO("splits " << num_splits << " (the plan: " << plan << ")");
-    const cuda::DecodeRun r = cuda::decode(shape, p, prec, num_splits, inputs, {}, 0, 0);
+    const cuda::KvFeed feed = cuda::decode_feed(c.m, num_splits);  // as flashdemo decode feeds
+    INFO("splits " << num_splits << " (the plans: " << plan << ", " << cli_plan << "), feed "
+                   << cuda::kv_feed_name(feed));
+    const cuda::DecodeRun r = cuda::decode(shape, p, prec, num_splits, inputs, {}, 0, 0, feed);
     for (index_t h = 0; h < H; ++h) {
       INFO("head " << h);
       const test::Outputs<float> got{head(r.O, h, c.n, c.d),
