@@ -18,7 +18,7 @@ every 100 ms whatever it is asked, so a sample covers several launches of a long
       cuda --impl hopper --dtype bf16 --pass bwd --b 1 --h 16 --n 16384 --d 128 --reps 40
   python3 scripts/gpu_spread.py --from FILE      # the report again, from a log (no GPU needed)
 
-Log lines: `=== run ARGS T0`, the bench's JSON line, `=== end T1` (T in Unix seconds), and the
+Log lines: `=== bench ARGS T0`, the bench's JSON line, `=== end T1` (T in Unix seconds), and the
 samples as nvidia-smi prints them (`timestamp, clocks.sm, clocks.mem, power.draw, temperature.gpu,
 clocks_event_reasons.active`). Other lines are ignored, so a log may sit inside a longer file.
 Exit 2, with one line on stderr, where the log holds no run or the command cannot start.
@@ -27,6 +27,7 @@ import argparse
 import datetime
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -106,7 +107,7 @@ def live(exe, args, runs, log):
     try:
         time.sleep(1)
         for _ in range(runs):
-            log.write(f"=== run {' '.join(args)} {time.time():.6f}\n")
+            log.write(f"=== {' '.join(args)} {time.time():.6f}\n")
             log.flush()
             p = subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
@@ -137,6 +138,9 @@ def main():
             sys.exit("gpu_spread: give --exe EXE -- bench ARGS, or --from LOG")
         if "--json" not in args:
             args.append("--json")
+        if shutil.which("nvidia-smi") is None:
+            sys.stderr.write("gpu_spread: nvidia-smi is not on the PATH (a GPU machine's tool)\n")
+            sys.exit(2)
         try:
             with open(o.log, "w") as log:
                 live(o.exe, args, o.runs, log)
