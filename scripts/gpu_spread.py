@@ -94,7 +94,7 @@ def report(runs, samples, out=sys.stdout):
             for s in busy:
                 mask |= s[3]
             reasons = reason_names(mask)
-        label = r["label"][:34]
+        label = r["label"] if len(r["label"]) <= 34 else "..." + r["label"][-31:]  # its tail
         out.write(f"{k:<4} {label:<34} {b['median_ms']:>10.3f} {b['min_ms']:>8.3f} "
                   f"{b['max_ms']:>8.3f} {b['max_ms'] / b['min_ms']:>8.3f}  {clock:<23} "
                   f"{power:>7}  {reasons}\n")
@@ -157,7 +157,10 @@ def main():
     if not runs:
         sys.stderr.write(f"gpu_spread: {o.source} holds no bench run with its launch times\n")
         sys.exit(2)
-    report(runs, samples)
+    try:
+        report(runs, samples)
+    except BrokenPipeError:  # the reader stopped early (| head): nothing more to say
+        sys.stderr.close()
 
 
 if __name__ == "__main__":
