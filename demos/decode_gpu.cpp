@@ -70,10 +70,15 @@ std::string gpu_units_line(const DecodeOptions& o, const SplitPlan& plan,
                 plan.min_tiles);
 }
 
+// How the kernel got K and V, in the learner's words (the feed's name in brackets).
+std::string feed_words(cuda::KvFeed feed) {
+  return ui::tr(feed == cuda::KvFeed::bulk ? Msg::decode_feed_bulk : Msg::decode_feed_ahead);
+}
+
 void print_gpu_timing(const DecodeOptions& o, const SplitPlan& plan, const cuda::DecodeWorkers& w,
                       const GpuTiming& t) {
   ui::result_section(ui::tr(Msg::decode_gpu_timing_title, w.gpu, o.reps, kWarmup,
-                            format_bytes(t.bytes), cuda::kv_feed_name(t.feed)));
+                            format_bytes(t.bytes), feed_words(t.feed)));
   ui::result(plan.forced ? Msg::decode_gpu_time_forced : Msg::decode_gpu_time_split, plan.splits,
              fmt::format("{:.4f}", t.median_ms), fmt::format("{:.2f}", t.tbps()));
   ui::result(Msg::decode_gpu_copy, format_bytes(t.copy.bytes),

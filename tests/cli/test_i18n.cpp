@@ -74,6 +74,8 @@ const std::set<std::string> kCatalogTerms = {
     "memory", "ring", "softmax", "walkthrough", "all", "auto", "always", "never", "none",
     "summary", "tiles", "rows", "cpu", "cuda", "fast", "teaching", "tiled", "reference", "gemm",
     "simt", "tc", "mma", "hopper", "fwd", "bwd", "en", "zh", "bash", "zsh", "true", "false",
+    // values of a JSON field (decode's feed)
+    "ahead", "bulk",
     // placeholders of --help and the keys of the walkthrough
     "FILE", "NAME", "ROW", "SCALE", "LANG", "Home", "End", "Enter", "Esc",
     // symbols and functions of the formulas (as the lecture writes them)
