@@ -81,10 +81,8 @@ FedKernel<E> kernel_for(KvFeed feed) {
   FedKernel<E> k{decode_kernel<E, kD, R, KvFeed::plain>, 0};
   if (feed == KvFeed::ahead) k.fn = decode_kernel<E, kD, R, KvFeed::ahead>;
   if (feed == KvFeed::bulk) {
-    int major = 0;
-    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
-          "cudaDeviceGetAttribute");
-    if (major < 9) throw CudaError("the decode's bulk feed (cp.async.bulk) needs an sm_90 GPU");
+    if (compute_major() < 9)
+      throw CudaError("the decode's bulk feed (cp.async.bulk) needs an sm_90 GPU");
     k = {decode_kernel<E, kD, R, KvFeed::bulk>, DecodeBulk<E, kD>::kBytes};
   }
   allow_dynamic_smem(k.fn, std::size_t(k.smem_bytes), "the decode kernel needs");
@@ -186,11 +184,8 @@ DecodeWorkers decode_workers(Precision p, index_t d, index_t n, KvFeed feed) {
 
 KvFeed decode_feed(index_t m, index_t splits) {
   require_gpu();
-  int major = 0;
-  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
-        "cudaDeviceGetAttribute");
   const bool long_splits = splits >= 1 && m / splits >= kBulkMinSplitKeys;
-  return major >= 9 && long_splits ? KvFeed::bulk : KvFeed::ahead;
+  return long_splits && compute_major() >= 9 ? KvFeed::bulk : KvFeed::ahead;
 }
 
 DecodeRun decode(const DecodeShape& s, const AttnParams& p, Precision prec, index_t splits,

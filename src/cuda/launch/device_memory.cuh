@@ -55,6 +55,14 @@ inline void require_gpu() {
     throw CudaError("no CUDA GPU is present on this machine (flashdemo info says more)");
 }
 
+// The major compute capability of device 0 (9 on Hopper: what sm_90's instructions need).
+inline int compute_major() {
+  int major = 0;
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
+        "cudaDeviceGetAttribute");
+  return major;
+}
+
 inline std::size_t smem_limit() {
   int optin = 0;
   check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), "attribute");
