@@ -21,7 +21,8 @@ every 100 ms whatever it is asked, so a sample covers several launches of a long
 Log lines: `=== bench ARGS T0`, the bench's JSON line, `=== end T1` (T in Unix seconds), and the
 samples as nvidia-smi prints them (`timestamp, clocks.sm, clocks.mem, power.draw, temperature.gpu,
 clocks_event_reasons.active`). Other lines are ignored, so a log may sit inside a longer file.
-Exit 2, with one line on stderr, where the log holds no run or the command cannot start.
+Exit 2, with one line on stderr, where the arguments name no bench command, nvidia-smi is absent,
+or the log cannot be read or holds no run.
 """
 import argparse
 import datetime
@@ -135,7 +136,8 @@ def main():
     if o.source is None:
         args = [a for a in o.bench if a != "--"]
         if not o.exe or not args or args[0] != "bench":
-            sys.exit("gpu_spread: give --exe EXE -- bench ARGS, or --from LOG")
+            sys.stderr.write("gpu_spread: give --exe EXE -- bench ARGS, or --from LOG\n")
+            sys.exit(2)
         if "--json" not in args:
             args.append("--json")
         if shutil.which("nvidia-smi") is None:
