@@ -46,18 +46,29 @@ __device__ inline void record_tile(const RungTrace& trace, const Tiling& tiling,
 
 // S = -inf where masked or past the last key, in the lane's part of a 16-row fragment of a tile
 // of N keys starting at k0 (q: the query of the lane's row g; row g + 8 is q + 8).
+// Row q sees keys [0, min(n_keys, visible_keys(q))) (mask.hpp; every caller's n_keys is the
+// mask's m, so that the min is the old test's `key >= n_keys || masked(q, key)`), so entry
+// (nb, e), key k0 + 8 nb + 2 t + (e & 1), is kept where 8 nb + (e & 1) < lim = that bound - k0,
+// clamped into [0, N], - 2 t: one 32-bit compare with a constant and a select an entry, the row's
+// bound worked out once. (The mask's own test entry by entry, on 64-bit keys, was integer work in
+// every masked tile: this form alone measured 1.02x to 1.06x at (16, 32, 1024, 64) and (4, 32,
+// 4096, 64) causal on an H100, level at n = 16384; docs/gpu-ladder.md, session 37.)
 template <int N>
 __device__ inline void mask_fragment(float (&s)[N / 8][4], const Mask& mask, index_t q, index_t k0,
                                      index_t n_keys) {
   const int t = threadIdx.x % 4;
+  int lim[2];  // rows g and g + 8
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const index_t seen = fmin2(n_keys, mask.visible_keys(q + 8 * r)) - k0;  // keys from k0 on
+    lim[r] = int(fmin2<index_t>(N, fmax2<index_t>(0, seen))) - 2 * t;
+  }
   // e indexes c0 .. c3 of fragment nb: bit 0 the column 2 t (+ 1), bit 1 the row g (+ 8).
 #pragma unroll
   for (int nb = 0; nb < N / 8; ++nb)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const index_t key = k0 + nb * 8 + 2 * t + (e & 1);
-      if (key >= n_keys || mask.masked(q + 8 * (e >> 1), key)) s[nb][e] = neg_inf<float>();
-    }
+    for (int e = 0; e < 4; ++e)
+      if (nb * 8 + (e & 1) >= lim[e >> 1]) s[nb][e] = neg_inf<float>();
 }
 
 // Whether the 8-key block nb of a fragment takes its exps by exp2_fma: every kExpFma-th (none
