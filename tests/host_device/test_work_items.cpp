@@ -141,3 +141,33 @@ TEST_CASE("block_schedule with fewer items than blocks: one item each, the rest 
   const std::vector<int> expected{4, 6, 8, 10, 0, -1, 1, -1, 2, -1, -1};
   CHECK(s == expected);
 }
+
+TEST_CASE("listed_items: each list entry decoded in place, every end and start left at tile -1") {
+  const std::vector<int> cost{5, 1, 3, 2, 4};
+  const int blocks = 3;
+  const std::vector<int> s = block_schedule(cost, blocks);
+  const std::vector<ListedItem> listed = listed_items(s, blocks, [](int w) {
+    return ListedItem{10 + w, 20 + w, 30 + w, w};  // a decoding that names its w
+  });
+  REQUIRE(listed.size() == s.size());
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    INFO("entry " << k);
+    if (k < std::size_t(blocks) || s[k] < 0) {
+      CHECK(listed[k].tile == -1);
+    } else {
+      CHECK(listed[k].tile == 10 + s[k]);
+      CHECK(listed[k].head == 20 + s[k]);
+      CHECK(listed[k].J == 30 + s[k]);
+      CHECK(listed[k].F == s[k]);
+    }
+  }
+  // A block walks its list from s[b] to the first tile -1: the items it was dealt, in order.
+  for (int b = 0; b < blocks; ++b) {
+    std::vector<int> walked;
+    for (int k = s[std::size_t(b)]; listed[std::size_t(k)].tile >= 0; ++k)
+      walked.push_back(listed[std::size_t(k)].F);
+    std::vector<int> dealt;
+    for (int k = s[std::size_t(b)]; s[std::size_t(k)] >= 0; ++k) dealt.push_back(s[std::size_t(k)]);
+    CHECK(walked == dealt);
+  }
+}

@@ -102,19 +102,44 @@ int sm_count() {
   return sms;
 }
 
-// The persistent grid's schedule on the device (block_schedule: each item to the least loaded
-// of `blocks` blocks, item w costing tiles(w) + 1), dealt on the problem's first persistent launch
-// and kept (the shape, mask and SM count do not change under it).
+// The persistent grid's schedule (block_schedule: each item to the least loaded of `blocks`
+// blocks, item w costing tiles(w) + 1), on the host, then on the device: dealt on the problem's
+// first persistent launch and kept (the shape, mask and SM count do not change under it).
+template <class Tiles>
+std::vector<int> host_schedule(int items, int blocks, Tiles tiles) {
+  std::vector<int> cost(static_cast<std::size_t>(items));
+  for (int w = 0; w < items; ++w) cost[std::size_t(w)] = int(tiles(w)) + 1;
+  return block_schedule(cost, blocks);
+}
 template <class Tiles>
 const int* device_schedule(std::unique_ptr<DeviceArray<int>>& held, int items, int blocks,
                            Tiles tiles) {
   if (!held || held->count != std::size_t(2 * blocks + items)) {
-    std::vector<int> cost(static_cast<std::size_t>(items));
-    for (int w = 0; w < items; ++w) cost[std::size_t(w)] = int(tiles(w)) + 1;
-    const std::vector<int> schedule = block_schedule(cost, blocks);
+    const std::vector<int> schedule = host_schedule(items, blocks, tiles);
     held = std::make_unique<DeviceArray<int>>(schedule.data(), schedule.size());
   }
   return held->ptr;
+}
+
+// The forward's persistent schedule (as device_schedule's) and its entries decoded (listed_items:
+// query tile i, head, J_i, F_i of each), dealt on the problem's first persistent launch and kept.
+template <class E>
+void forward_schedule(const DeviceProblem<E>& p, int Tr, int heads, int blocks) {
+  const int items = Tr * heads;
+  const std::size_t entries = std::size_t(2 * blocks + items);
+  if (p.schedule && p.listed && p.schedule->count == entries && p.listed->count == entries) return;
+  const std::vector<int> schedule = host_schedule(items, blocks, [&](int w) {
+    const FwdItem it = forward_item(w, Tr, heads, blocks, p.mask.causal);
+    return computed_key_tiles(p.tiling, p.mask, it.i);  // item w: query tile i, J_i key tiles
+  });
+  const std::vector<ListedItem> listed = listed_items(schedule, blocks, [&](int w) {
+    const FwdItem it = forward_item(w, Tr, heads, blocks, p.mask.causal);
+    return ListedItem{int(it.i), int(it.head), int(computed_key_tiles(p.tiling, p.mask, it.i)),
+                      int(full_key_tiles(p.tiling, p.mask, it.i))};
+  });
+  auto on_device = std::make_unique<DeviceArray<int>>(schedule.data(), schedule.size());
+  auto listed_on_device = std::make_unique<DeviceArray<ListedItem>>(listed.data(), listed.size());
+  p.schedule = std::move(on_device), p.listed = std::move(listed_on_device);  // both, or neither
 }
 
 // The forward's kernel of `consumers` consumer warpgroups (2; or 3 at d = 64, Br = 192) with its
@@ -217,8 +242,8 @@ void launch_wide_key_tiles(const DeviceProblem<E>& p, HopperArgs<E> a) {
 template <class E, int kD>
 void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   const index_t heads = p.s.heads();
-  HopperArgs<E> a{p.O.ptr,  p.L.ptr, p.s.n,    p.s.m,          heads,
-                  p.tiling, p.mask,  p.scale2, p.trace.view(), nullptr};
+  HopperArgs<E> a{p.O.ptr, p.L.ptr,  p.s.n,          p.s.m,   heads,  p.tiling,
+                  p.mask,  p.scale2, p.trace.view(), nullptr, nullptr};
   dim3 grid(unsigned(p.tiling.Tr()), unsigned(heads));
   using Defaults = HopperDefaults<kD>;
   if (steps.ping_pong < 0) steps.ping_pong = Defaults::ping_pong;
@@ -290,10 +315,8 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   if (steps.persistent == 1) {  // one block an SM over the (i, head) items
     const int Tr = int(p.tiling.Tr()), items = Tr * int(heads);
     const int blocks = std::min(items, sm_count());
-    a.schedule = device_schedule(p.schedule, items, blocks, [&](int w) {
-      const FwdItem it = forward_item(w, Tr, int(heads), blocks, p.mask.causal);
-      return computed_key_tiles(p.tiling, p.mask, it.i);  // item w: query tile i, J_i key tiles
-    });
+    forward_schedule(p, Tr, int(heads), blocks);
+    a.schedule = p.schedule->ptr, a.listed = p.listed->ptr;
     grid = dim3(unsigned(blocks));
     a.prefetch = steps.prefetch;  // (the ordinary grid's block does not know its successor)
   }

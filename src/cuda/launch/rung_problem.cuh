@@ -18,6 +18,7 @@
 #include "cuda/host/rungs_api.hpp"
 #include "cuda/launch/device_memory.cuh"
 #include "cuda/primitives/element.cuh"
+#include "flashdemo/host_device/work_items.hpp"
 
 namespace fd::cuda {
 
@@ -78,7 +79,8 @@ struct DeviceProblem {
   DeviceArray<float> L;
   TraceBuffers trace;
   HopperMaps maps;
-  mutable std::unique_ptr<DeviceArray<int>> schedule;  // hopper's persistent grid's, once
+  mutable std::unique_ptr<DeviceArray<int>> schedule;       // hopper's persistent grid's, once
+  mutable std::unique_ptr<DeviceArray<ListedItem>> listed;  // and its entries decoded (forward)
 
   template <class T>
   DeviceProblem(const Shape& shape, const AttnParams& params, Impl rung, const T* q, const T* k,

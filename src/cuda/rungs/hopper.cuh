@@ -19,7 +19,8 @@
 // With kPersistent (the rung's grid at short rows, d = 64 and 128: HopperDefaults; a step of
 // `ladder --steps` at every d), the grid is one block an SM, each block
 // looping over work items (i, head) (persistent_item: head groups, causal rows longest first),
-// its own list of them dealt by the launcher (block_schedule: each to the least loaded block):
+// its own list of them dealt by the launcher (block_schedule: each to the least loaded block)
+// and decoded there (listed_items: i, head, J_i, F_i, so that the kernel divides nothing):
 // the producer loads the next item's Q_i into the second of two Q buffers (full_q, empty_q per
 // buffer) and its first K_j, V_j into the stages as they free up, while the consumers still
 // finish this item's last P V and write its O; the stages' phases count tiles across items.
@@ -184,8 +185,9 @@ struct HopperArgs {
   Mask mask;
   float scale2;  // scale * log2(e)
   RungTrace trace;
-  const int* schedule;  // the persistent grid's (block_schedule's layout), else null
-  int prefetch = 0;     // persistent grid: key tiles of the next item sent to L2 ahead (0: none)
+  const int* schedule;       // the persistent grid's (block_schedule's layout), else null
+  const ListedItem* listed;  // the persistent grid's: the schedule's entries decoded (listed_items)
+  int prefetch = 0;  // persistent grid: key tiles of the next item sent to L2 ahead (0: none)
 };
 
 // Byte offsets in the block's shared memory, from its first 1024-aligned byte.
@@ -390,14 +392,16 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
   std::uint64_t* empty_v = empty_k + kStages;
 
   const index_t Tr = a.tiling.Tr();
-  // The block's work items: its own (i, head), or (persistent) its list in the schedule
-  // (block_schedule's layout) from entry `start` to the -1; item_at(k): entry k's item, or -1.
+  // The block's work items: (persistent) its list in the schedule (block_schedule's layout) from
+  // entry `start`, each entry as the launcher decoded it (a.listed: i, head, J_i, F_i; tile -1
+  // ends the list), so that no warp divides between items; or its own (i, head), longest first,
+  // worked out here: own_at(k), the ordinary grid's entry k (0, then -1), and own_item().
+  // (Each grid's code is its own, under if constexpr: the listed items' code on the ordinary grid
+  // measured 0.87x to 0.98x; docs/gpu-ladder.md, session 37.)
   const int start = kPersistent ? a.schedule[blockIdx.x] : 0;
-  const auto item_at = [&](int k) { return kPersistent ? a.schedule[k] : k == 0 ? 0 : -1; };
-  const auto item = [&](int w) -> FwdItem {
-    if constexpr (kPersistent)
-      return forward_item(w, int(Tr), int(a.heads), int(gridDim.x), a.mask.causal);
-    return {a.mask.causal ? Tr - 1 - index_t(blockIdx.x) : index_t(blockIdx.x),  // longest first
+  const auto own_at = [](int k) { return k == 0 ? 0 : -1; };
+  const auto own_item = [&]() -> FwdItem {
+    return {a.mask.causal ? Tr - 1 - index_t(blockIdx.x) : index_t(blockIdx.x),
             index_t(blockIdx.y)};
   };
   const int wg = hopper_ptx::warpgroup_index();  // (uniform in a warp: see there)
@@ -423,23 +427,22 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     if (threadIdx.x != 0) return;
     hopper_ptx::prefetch_tensor_map(&tmQ), hopper_ptx::prefetch_tensor_map(&tmK);
     hopper_ptx::prefetch_tensor_map(&tmV);
-    auto prefetch_next = [&](int wn) {
-      if (wn < 0) return;
-      const FwdItem nx = item(wn);
+    auto prefetch_next = [&](int kn) {  // (kPrefetch: the persistent grid only)
+      const ListedItem nx = a.listed[kn];
+      if (nx.tile < 0) return;
       for (int h = 0; h < kD / 64; ++h) {
-        hopper_ptx::tma_prefetch_l2_3d(&tmQ, h * 64, int(nx.i * Br), int(nx.head));
+        hopper_ptx::tma_prefetch_l2_3d(&tmQ, h * 64, nx.tile * Br, nx.head);
         for (int j = 0; j < a.prefetch && j < int(a.tiling.Tc()); ++j) {
-          hopper_ptx::tma_prefetch_l2_3d(&tmK, h * 64, j * Bc, int(nx.head));
-          hopper_ptx::tma_prefetch_l2_3d(&tmV, h * 64, j * Bc, int(nx.head));
+          hopper_ptx::tma_prefetch_l2_3d(&tmK, h * 64, j * Bc, nx.head);
+          hopper_ptx::tma_prefetch_l2_3d(&tmV, h * 64, j * Bc, nx.head);
         }
       }
     };
     index_t u = 0;  // K_j, V_j tiles loaded so far, over the items: stage u % kStages
     int t = 0;      // Q tiles loaded so far: buffer t % kQBuffers
-    for (int k = start, wi; (wi = item_at(k)) >= 0; ++k) {
-      const FwdItem it = item(wi);
-      const index_t J = computed_key_tiles(a.tiling, a.mask, it.i);
-      if (J == 0) continue;  // (the consumers write its zeros without waiting)
+    // Item it of J_i key tiles, entry k of the block's list: its Q_i, then its K_j, V_j.
+    auto load_item = [&](const FwdItem& it, index_t J, int k) {
+      if (J == 0) return;  // (the consumers write its zeros without waiting)
       const int b = t % kQBuffers;
       // Q's buffer b was last filled for item t - 2: its release is empty_q[b]'s phase t / 2 - 1.
       if (kPersistent && t >= kQBuffers)
@@ -465,7 +468,7 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
       const index_t lead_at = J > kPrefetchLead ? J - kPrefetchLead : 0;
       for (index_t j = 0; j < J; ++j, ++u) {
         if constexpr (kPrefetch)
-          if (a.prefetch > 0 && j == lead_at) prefetch_next(item_at(k + 1));
+          if (a.prefetch > 0 && j == lead_at) prefetch_next(k + 1);
         const int s = int(u % kStages);
         const unsigned freed = unsigned((u / kStages - 1) & 1);  // tile u - kStages's release
         if (u >= kStages) hopper_ptx::mbarrier_wait(empty_k + s, freed);
@@ -482,6 +485,18 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
                                   int(it.head), full_v + s);
       }
       ++t;
+    };
+    if constexpr (kPersistent) {
+      for (int k = start;; ++k) {
+        const ListedItem e = a.listed[k];  // (one 16-byte load)
+        if (e.tile < 0) break;
+        load_item({e.tile, e.head}, e.J, k);
+      }
+    } else {
+      for (int k = start; own_at(k) >= 0; ++k) {
+        const FwdItem it = own_item();
+        load_item(it, computed_key_tiles(a.tiling, a.mask, it.i), k);
+      }
     }
     return;
   }
@@ -503,15 +518,26 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
     index_t i, head, J, F, u0;
     int qn;
   };
-  int k = start;                   // the block's next entry in its list
-  int wi_next = item_at(k);        // entry k, read an item ahead (off the path between items)
+  // Entry k is read an item ahead (off the path between items): on the persistent grid the whole
+  // entry as the launcher decoded it, on the ordinary grid whether there is one.
+  int k = start;  // the block's next entry in its list
+  ListedItem e_next = kPersistent ? a.listed[k] : ListedItem{};
+  int wi_next = kPersistent ? 0 : own_at(k);
   index_t u_next = 0;              // the K_j, V_j tiles of the block's earlier items
   int q_next = 0;                  // the Q tiles of its earlier items (those that saw a key)
   auto take_item = [&](Item& x) {  // entry k's item, if any
+    if constexpr (kPersistent) {
+      const ListedItem e = e_next;
+      if (e.tile < 0) return false;
+      e_next = a.listed[++k];
+      x = {e.tile, e.head, e.J, e.F, u_next, q_next};
+      if (e.J > 0) u_next += e.J, ++q_next;
+      return true;
+    }
     const int wi = wi_next;
     if (wi < 0) return false;
-    wi_next = item_at(++k);
-    const FwdItem it = item(wi);
+    wi_next = own_at(++k);
+    const FwdItem it = own_item();
     const index_t J = computed_key_tiles(a.tiling, a.mask, it.i);
     x = {it.i, it.head, J, full_key_tiles(a.tiling, a.mask, it.i), u_next, q_next};
     if (J > 0) u_next += J, ++q_next;

@@ -9,7 +9,8 @@
 // Not causal, a head's tiles go together (as the ordinary grid's blockIdx.x), so that the blocks
 // of a round read one head's K, V (forward) or Q, dO (backward) from L2. Causal, a round holds G
 // heads' tiles of every length, the group's longest first (the kernels map rank 0 to the longest:
-// query tile Tr - 1 in the forward, key tile 0 in the backward). hopper.cuh's kernels call it;
+// query tile Tr - 1 in the forward, key tile 0 in the backward). hopper's backward kernel calls it,
+// and the forward's launcher, which hands its kernel the items decoded (listed_items, below);
 // tests/host_device/test_work_items.cpp checks that every item is taken once.
 //
 // Which block takes which item (block_schedule, on the host): in that order, each item to the
@@ -65,6 +66,25 @@ inline std::vector<int> block_schedule(const std::vector<int>& cost, int blocks)
   for (std::size_t w = 0; w < cost.size(); ++w)
     schedule[std::size_t(next[std::size_t(owner[w])]++)] = int(w);
   return schedule;
+}
+
+// An item as the forward's persistent kernel reads it from its list (listed_items, below): query
+// tile i (`tile`), its head, its J_i computed and F_i full key tiles (tiling.hpp), worked out on
+// the host. Decoded in the kernel, every warp worked out persistent_item's 32-bit divisions and
+// the tile counts' 64-bit ones at each item; listed, 1.07x to 1.09x at (16, 32, 1024, 64) causal
+// on an H100 (docs/gpu-ladder.md, session 37). 16 bytes, one load. A list's end: tile = -1.
+struct alignas(16) ListedItem {
+  int tile = -1, head = 0, J = 0, F = 0;
+};
+
+// block_schedule's lists with each item w decoded as decode(w) (a ListedItem); entry k of the
+// result is entry k of the schedule's (the ends, and the starts [0, blocks), stay tile = -1).
+template <class Decode>
+std::vector<ListedItem> listed_items(const std::vector<int>& schedule, int blocks, Decode decode) {
+  std::vector<ListedItem> out(schedule.size());
+  for (std::size_t k = std::size_t(blocks); k < schedule.size(); ++k)
+    if (schedule[k] >= 0) out[k] = decode(schedule[k]);
+  return out;
 }
 
 }  // namespace fd
