@@ -123,20 +123,23 @@ const int* device_schedule(std::unique_ptr<DeviceArray<int>>& held, int items, i
 
 // The forward's persistent schedule (as device_schedule's) and its entries decoded (listed_items:
 // query tile i, head, J_i, F_i of each), dealt on the problem's first persistent launch and kept.
+// Each item is decoded once, here; its J_i is also its cost.
 template <class E>
 void forward_schedule(const DeviceProblem<E>& p, int Tr, int heads, int blocks) {
   const int items = Tr * heads;
   const std::size_t entries = std::size_t(2 * blocks + items);
   if (p.schedule && p.listed && p.schedule->count == entries && p.listed->count == entries) return;
-  const std::vector<int> schedule = host_schedule(items, blocks, [&](int w) {
+  std::vector<ListedItem> decoded(static_cast<std::size_t>(items));
+  for (int w = 0; w < items; ++w) {
     const FwdItem it = forward_item(w, Tr, heads, blocks, p.mask.causal);
-    return computed_key_tiles(p.tiling, p.mask, it.i);  // item w: query tile i, J_i key tiles
-  });
-  const std::vector<ListedItem> listed = listed_items(schedule, blocks, [&](int w) {
-    const FwdItem it = forward_item(w, Tr, heads, blocks, p.mask.causal);
-    return ListedItem{int(it.i), int(it.head), int(computed_key_tiles(p.tiling, p.mask, it.i)),
-                      int(full_key_tiles(p.tiling, p.mask, it.i))};
-  });
+    decoded[std::size_t(w)] = {int(it.i), int(it.head),
+                               int(computed_key_tiles(p.tiling, p.mask, it.i)),
+                               int(full_key_tiles(p.tiling, p.mask, it.i))};
+  }
+  const std::vector<int> schedule =
+      host_schedule(items, blocks, [&](int w) { return decoded[std::size_t(w)].J; });
+  const std::vector<ListedItem> listed =
+      listed_items(schedule, blocks, [&](int w) { return decoded[std::size_t(w)]; });
   auto on_device = std::make_unique<DeviceArray<int>>(schedule.data(), schedule.size());
   auto listed_on_device = std::make_unique<DeviceArray<ListedItem>>(listed.data(), listed.size());
   p.schedule = std::move(on_device), p.listed = std::move(listed_on_device);  // both, or neither
