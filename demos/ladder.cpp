@@ -248,6 +248,7 @@ constexpr StepName kStepNames[] = {
     {cuda::HopperStep::fwd_ping_pong, "fwd_ping_pong", Msg::step_fwd_ping_pong},
     {cuda::HopperStep::fwd_both, "fwd_both", Msg::step_fwd_both},
     {cuda::HopperStep::fwd_three_consumers, "fwd_three_consumers", Msg::step_fwd_three_consumers},
+    {cuda::HopperStep::fwd_three_overlap, "fwd_three_overlap", Msg::step_fwd_three_overlap},
     {cuda::HopperStep::fwd_persistent, "fwd_persistent", Msg::step_fwd_persistent},
     {cuda::HopperStep::fwd_o_staged, "fwd_o_staged", Msg::step_fwd_o_staged},
     {cuda::HopperStep::fwd_o_registers, "fwd_o_registers", Msg::step_fwd_o_registers},

@@ -101,6 +101,7 @@ enum class HopperStep {
   fwd_ping_pong,
   fwd_both,
   fwd_three_consumers,
+  fwd_three_overlap,
   fwd_persistent,
   fwd_o_staged,
   fwd_o_registers,
