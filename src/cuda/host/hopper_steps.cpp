@@ -1,19 +1,17 @@
 // hopper_steps.cpp — hopper's ideas as settings that can each be timed alone (rungs_api.hpp),
 // in a build with CUDA or without (there the timing functions say that CUDA is missing):
 //   forward    (ping-pong, overlap) in {0, 1}^2 with two consumer warpgroups, at d = 64 three
-//              (the rung's there) without the overlap and with it (on the rung's grid:
-//              across items on the persistent one), the persistent grid, O sent by TMA from shared
-//              memory rather than stored from registers (bf16), the persistent grid with
-//              the next item's Q_i and first key tiles sent to L2 ahead (at d = 256 none of
-//              these three: no shared memory left for them); at d = 128 O stored from
-//              registers on the choice's grid (the choice sends it by TMA on the
-//              persistent grid there) and key tiles of 176 on the ordinary grid (bf16);
-//              at d = 64 the persistent grid with two consumer warpgroups and the overlap
-//              across items (d = 128's stream of tiles: Br = 128);
-//              at d = 64 1 in 8 or 1 in 4
-//              of the softmax's exps on the FMA pipe (exp2_fma, bf16), four K, V stages
-//              on the persistent grid (bf16), and three consumer warpgroups whose warpgroups
-//              of padded rows only idle (bf16)                               hopper.cuh
+//              (the rung's there) without the overlap and with it (bf16, on the rung's
+//              grid: across items on the persistent one), the persistent grid, O sent by TMA from
+//              shared memory rather than stored from registers (bf16), the persistent grid with the
+//              next item's Q_i and first key tiles sent to L2 ahead (at d = 256 none of these
+//              three: no shared memory left for them); at d = 128 O stored from registers on the
+//              choice's grid (the choice sends it by TMA on the persistent grid there) and key
+//              tiles of 176 on the ordinary grid (bf16); at d = 64 the persistent grid with two
+//              consumer warpgroups and the overlap across items (d = 128's stream of tiles: Br =
+//              128); at d = 64 1 in 8 or 1 in 4 of the softmax's exps on the FMA pipe (exp2_fma,
+//              bf16), four K, V stages on the persistent grid (bf16), and three consumer warpgroups
+//              whose warpgroups of padded rows only idle (bf16): hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
@@ -53,7 +51,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::fwd_ping_pong, Pass::fwd, 0, false, {1, 0, 0, 2}, {}},
     {HopperStep::fwd_both, Pass::fwd, 0, false, {1, 1, 0, 2}, {}},
     {HopperStep::fwd_three_consumers, Pass::fwd, 64, false, {0, 0, 0, 3}, {}},
-    {HopperStep::fwd_three_overlap, Pass::fwd, 64, false, {0, 1, -1, 3}, {}},
+    {HopperStep::fwd_three_overlap, Pass::fwd, 64, true, {0, 1, -1, 3}, {}},
     {HopperStep::fwd_persistent, Pass::fwd, 0, false, {0, -1, 1}, {}},
     {HopperStep::fwd_o_staged, Pass::fwd, 0, true, {0, -1, -1, -1, 1}, {}},
     {HopperStep::fwd_o_registers, Pass::fwd, 128, false, {0, -1, -1, -1, 0}, {}},
