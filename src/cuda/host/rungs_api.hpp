@@ -84,16 +84,16 @@ Timing hopper_time_backward_steps(const Shape& s, const AttnParams& params, Vari
 
 // hopper's ideas, each setting timed alone (`flashdemo ladder --steps`): the rung's own choice at
 // d, then its forward with overlap and ping-pong each on or off (two consumer warpgroups), three
-// consumer warpgroups (d = 64), the persistent grid, O sent by TMA from shared memory (bf16), 1 in
-// 8 or 1 in 4 of the exps on the FMA pipe (d = 64, bf16), or its backward with dQ added by
-// atomics, the overlaps bit by bit, dQ staged without bank conflicts (spread), and, where the rung
-// has them, Br = 64 at d = 64 (the rung's is 128 there) with the variants only it has (the
-// pipeline across tiles, K_j and V_j held in registers, dQ cut by column halves), or the cut of dQ
-// by keys, three stages of Q_i, dO_i and two sets of dQ's staging (d = 128), and the query tiles
-// walked from a place of each key tile's own (rotated). The choice's backward has dQ's reduces
-// issued by a writer warp, which every backward step but the rotated walk and the two sets runs
-// without (hopper_steps.cpp). The backward's variants beyond atomics are built in bf16 only: in
-// fp16 the list stops there.
+// consumer warpgroups (d = 64) without and with the overlap (bf16), the persistent grid, O sent by
+// TMA from shared memory (bf16), 1 in 8 or 1 in 4 of the exps on the FMA pipe (d = 64, bf16), or
+// its backward with dQ added by atomics, the overlaps bit by bit, dQ staged without bank conflicts
+// (spread), and, where the rung has them, Br = 64 at d = 64 (the rung's is 128 there) with the
+// variants only it has (the pipeline across tiles, K_j and V_j held in registers, dQ cut by column
+// halves), or the cut of dQ by keys, three stages of Q_i, dO_i and two sets of dQ's staging (d =
+// 128), and the query tiles walked from a place of each key tile's own (rotated). The choice's
+// backward has dQ's reduces issued by a writer warp, which every backward step but the rotated walk
+// and the two sets runs without (hopper_steps.cpp). The backward's variants beyond atomics are
+// built in bf16 only: in fp16 the list stops there.
 enum class HopperStep {
   rung_choice,
   fwd_none,
