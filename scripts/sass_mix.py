@@ -30,12 +30,22 @@ def count(text):
     return int(text.replace(",", "") or 0)  # ncu may print 1,234
 
 
+def read_rows(path):
+    """The rows of ncu's CSV page at path (through gzip where the name ends in .gz)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", newline="") as f:
+        return list(csv.reader(f))
+
+
+def opcode(text):
+    """A SASS line's opcode: its first name, without predicate or modifiers."""
+    return re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] if text else "?"
+
+
 def load(path):
     """(opcode, instructions executed, samples, {stall reason: samples}) for each SASS line; a
     file of several kernels is read as one (each kernel's header row starts its lines again)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", newline="") as f:
-        rows = list(csv.reader(f))
+    rows = read_rows(path)
     out, columns, stalls = [], None, {}
     for r in rows:
         if "Source" in r and "Instructions Executed" in r:  # a kernel's header row
@@ -50,7 +60,7 @@ def load(path):
             continue  # the "Kernel Name" line, or a short one
         src, execd, samples = columns
         text = r[src].strip()
-        op = re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] if text else "?"
+        op = opcode(text)
         waits = {k: count(r[i]) for k, i in stalls.items() if i < len(r)}
         out.append((op, count(r[execd]), count(r[samples]), waits))
     return out

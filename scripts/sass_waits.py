@@ -22,23 +22,18 @@ from a first try by where it is: the target of a first try's branch.
 Exit 2, with one line on stderr, where the file cannot be read or holds no SASS lines.
 """
 import csv
-import gzip
 import re
 import sys
 import zlib
 
+from sass_mix import count, opcode, read_rows  # (this script's directory is on sys.path)
+
 TRY = "SYNCS.PHASECHK.TRANS64.TRYWAIT"
-
-
-def count(text):
-    return int(text.replace(",", "") or 0)  # ncu may print 1,234
 
 
 def load(path):
     """The kernel's name and its SASS lines as (address, text, executed, samples)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", newline="") as f:
-        rows = list(csv.reader(f))
+    rows = read_rows(path)
     name, columns, lines = "?", None, []
     for r in rows:
         if r and r[0] == "Kernel Name" and len(r) > 1:
@@ -118,7 +113,7 @@ def main():
         return 2
     total = sum(x[2] for x in lines)
     samples = sum(x[3] for x in lines)
-    syncs = sum(x[2] for x in lines if x[1].startswith("SYNCS") or " SYNCS" in x[1])
+    syncs = sum(x[2] for x in lines if opcode(x[1]) == "SYNCS")
     found = waits(lines)
     in_retries = sum(lines[m][2] for w in found for m in w[2])
     print(f"kernel: {name[:100]}")
