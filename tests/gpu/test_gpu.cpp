@@ -325,6 +325,17 @@ TEST_CASE(
   check_hopper_forward(cases);
 }
 
+// hopper's forward at d = 64 either side of where its grid changes (HopperDefaults: the persistent
+// grid up to 16 key tiles, or 64 on causal rows; the ordinary grid past them), in both types,
+// causal with both alignments: 16 key tiles and 17, 64 and 65 (the last ragged).
+TEST_CASE(
+    "hopper's forward at d = 64 passes the rule on both grids of its choice (16 key tiles, 64 "
+    "causal)") {
+  const RungCase cases[] = {
+      {1, 1, 130, 2048, 64}, {2, 1, 200, 2049, 64}, {1, 2, 300, 8192, 64}, {1, 1, 70, 8193, 64}};
+  check_hopper_forward(cases);
+}
+
 const Impl kBackwardRungs[] = {Impl::mma, Impl::hopper};
 
 TEST_CASE(

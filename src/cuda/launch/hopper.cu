@@ -254,7 +254,8 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
   if (steps.prefetch < 0) steps.prefetch = Defaults::prefetch;
   if (steps.stages < 0) steps.stages = kHopperStages;
   if (steps.persistent < 0)  // (the traced kernel and ping-pong's turns: the ordinary grid)
-    steps.persistent = !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc());
+    steps.persistent =
+        !steps.ping_pong && !a.trace.computed && Defaults::persistent(p.tiling.Tc(), p.mask.causal);
   if (steps.overlap < 0)  // (the exps on the FMA pipe, a step, are built without it)
     steps.overlap = Defaults::overlap(steps.consumers, steps.persistent == 1) && steps.exp_fma == 0;
   if (steps.stage_o < 0)  // (the L2 prefetch, a step, is built with O from registers only)

@@ -141,7 +141,9 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // The grid: persistent (block_schedule's lists) where it measured faster than a block per item:
 // at d = 128 while an item has at most 32 key tiles (n <= 4096: 1.03x to 1.2x at n = 1024 on the
 // H200; level with the ordinary grid at n = 2048 and 4096 on an H100), and at d = 64 while it
-// has at most 8 (n = 1024: 1.05x, causal 1.1x; at n = 16384, 0.93x to 0.97x: there the persistent
+// has at most 16, or 64 on causal rows (three consumer warpgroups, an H100, session 39: 1.05x at
+// n = 2048, level at 4096; causal 1.10x at 2048, 1.04x at 4096, 1.03x at 8192, 0.99x at 16384:
+// the longest-first lists even out causal items of unequal length, and past that the persistent
 // loop's steady state at d = 64 is slower and hides little). Past 32 key tiles at d = 128 the
 // ordinary grid with the overlap: 1.05x on the H200 (session 19) and 1.04x to 1.09x (causal
 // 1.03x) at n = 16384 on an H100 (sessions 27 and 28), where an item's 128 tiles hide its start
@@ -168,8 +170,9 @@ struct HopperDefaults {
     return kD >= 128 || (consumer_warpgroups == 2 && on_persistent_grid);
   }
   static constexpr int prefetch = 0;  // the next item's key tiles sent to L2 (fwd_prefetch)
-  static constexpr bool persistent(index_t key_tiles) {
-    return (kD == 128 && key_tiles <= 32) || (kD == 64 && key_tiles <= 8);
+  static constexpr bool persistent(index_t key_tiles, bool causal) {
+    return (kD == 128 && key_tiles <= 32) ||
+           (kD == 64 && (key_tiles <= 16 || (causal && key_tiles <= 64)));
   }
   static constexpr bool stage_o(bool on_persistent_grid, bool overlap) {
     return kD == 128 && on_persistent_grid && overlap;
