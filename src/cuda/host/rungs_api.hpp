@@ -38,8 +38,9 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // 8 or 4: d = 64, bf16, without overlap, ping-pong or O staged). bc: the key tile (-1, the rung's;
 // 176 at d = 128, bf16, on the ordinary grid with O from registers: the step fwd_bc176).
 // idle_padding: 1, a consumer warpgroup whose rows of an item all lie past n computes nothing,
-// only waits and releases (d = 64, bf16, three consumers, without the overlap: the step
-// fwd_idle_padding); 0, the rung's, every warpgroup computes its rows, padding too.
+// only waits and releases (d = 64, bf16, three consumers, without the overlap); 0, every
+// warpgroup computes its rows, padding too (the step fwd_padding_computed); -1, the rung's: 1
+// wherever the kernel has it (HopperDefaults), 0 elsewhere.
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
   int consumers = -1;
@@ -48,7 +49,7 @@ struct HopperFwdSteps {
   int prefetch = -1;
   int stages = -1;
   int bc = -1;
-  int idle_padding = 0;
+  int idle_padding = -1;
 };
 // The same times for hopper under a setting of its forward steps: what each step buys.
 template <class T>
@@ -109,7 +110,7 @@ enum class HopperStep {
   fwd_persistent_overlap,
   fwd_prefetch,
   fwd_stages4,
-  fwd_idle_padding,
+  fwd_padding_computed,  // fwd_idle_padding until the idle warpgroups were the choice
   fwd_exp_fma8,
   fwd_exp_fma4,
   bwd_atomics,

@@ -260,6 +260,12 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     steps.overlap = Defaults::overlap(steps.consumers, steps.persistent == 1) && steps.exp_fma == 0;
   if (steps.stage_o < 0)  // (the L2 prefetch, a step, is built with O from registers only)
     steps.stage_o = Defaults::stage_o(steps.persistent == 1, steps.overlap) && steps.prefetch == 0;
+  if (steps.idle_padding < 0)  // (where the kernel has it: bf16, three consumers, the plain loop)
+    steps.idle_padding = Defaults::idle_padding && std::is_same_v<E, __nv_bfloat16> &&
+                         steps.consumers == 3 && !steps.ping_pong && !steps.overlap &&
+                         steps.stage_o != 1 && steps.exp_fma == 0 && steps.prefetch <= 0 &&
+                         steps.stages == kHopperStages &&
+                         (steps.bc <= 0 || steps.bc == hopper_bc(kD)) && !a.trace.computed;
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
   if (steps.stages != kHopperStages &&
