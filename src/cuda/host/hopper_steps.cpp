@@ -23,7 +23,10 @@
 // Its backward issues dQ's reduces from a writer warp at both d: the overlap steps (bwd_none ..
 // bwd_p_dq), spread, three stages, the cut by keys, Br = 64 and the persistent grid run without
 // it, so their ratio to the choice holds the writer's share too; the rotated walk and the two sets
-// of dQ's staging keep it.
+// of dQ's staging keep it. Its forward at d = 64 in bf16 idles the warpgroups of padded rows
+// (three consumers, the plain loop): the steps whose kernels do not (the overlap with three,
+// O staged, the L2 prefetch, four stages, exps on the FMA pipe) compute those rows, so their
+// ratio to the choice holds that share too; fwd_padding_computed shows it alone.
 #include "cuda/host/rungs_api.hpp"
 
 namespace fd::cuda {

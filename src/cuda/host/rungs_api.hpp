@@ -29,7 +29,7 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // hopper's forward steps: its two overlaps (ping-pong between the consumer warpgroups, softmax
 // under the GEMMs within one) each on or off (-1: the rung's choice at d), and the grid
 // (persistent 1: a block an SM looping over the (query tile, head) items; 0: a block each; -1:
-// the rung's choice at d and the key tiles).
+// the rung's choice at d, the key tiles and the mask).
 // consumers: the consumer warpgroups, 2 (Br = 128) or 3 (Br = 192, d = 64 only; -1: the rung's
 // choice, 3 at d = 64). stage_o: O stored from registers (0) or sent from shared memory by TMA (1;
 // without ping-pong; in fp16 only as the choice, d = 128's persistent grid with the overlap; -1:

