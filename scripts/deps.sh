@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3-numpy chromium zsh man-db openmpi-bin libopenmpi-dev
           clang libclang-rt-14-dev libomp-dev  # clang: the fuzz tree
+          llvm  # llvm-mca: scripts/exp_mca.sh's printout (the exp_mca test)
           qemu-user)  # runs the binary as older x86-64 CPUs (the portable_levels test)
 missing=()
 for p in "${packages[@]}"; do
