@@ -40,7 +40,7 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // idle_padding: 1, a consumer warpgroup whose rows of an item all lie past n computes nothing,
 // only waits and releases (d = 64, bf16, three consumers, without the overlap); 0, every
 // warpgroup computes its rows, padding too (the step fwd_padding_computed); -1, the rung's: 1
-// wherever the kernel has it (HopperDefaults), 0 elsewhere.
+// wherever that kernel was built and graded (HopperDefaults), 0 elsewhere.
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
   int consumers = -1;

@@ -261,12 +261,15 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     steps.overlap = Defaults::overlap(steps.consumers, steps.persistent == 1) && steps.exp_fma == 0;
   if (steps.stage_o < 0)  // (the L2 prefetch, a step, is built with O from registers only)
     steps.stage_o = Defaults::stage_o(steps.persistent == 1, steps.overlap) && steps.prefetch == 0;
-  if (steps.idle_padding < 0)  // (where graded: bf16, three consumers, the plain loop, no prefetch)
-    steps.idle_padding = Defaults::idle_padding && std::is_same_v<E, __nv_bfloat16> &&
-                         steps.consumers == 3 && !steps.ping_pong && !steps.overlap &&
-                         steps.stage_o != 1 && steps.exp_fma == 0 && steps.prefetch <= 0 &&
+  // The padded rows' warpgroups idle only where that kernel was built and graded: d = 64, bf16,
+  // three consumers, the plain loop (no overlap, O staged, FMA exps, four stages, prefetch, wide
+  // key tiles or trace). The rung takes it wherever it fits; asked for elsewhere, it is refused.
+  const bool idle_fits = kD == 64 && std::is_same_v<E, __nv_bfloat16> && steps.consumers == 3 &&
+                         !steps.ping_pong && !steps.overlap && steps.stage_o != 1 &&
+                         steps.exp_fma == 0 && steps.prefetch <= 0 &&
                          steps.stages == kHopperStages &&
                          (steps.bc <= 0 || steps.bc == hopper_bc(kD)) && !a.trace.computed;
+  if (steps.idle_padding < 0) steps.idle_padding = Defaults::idle_padding && idle_fits;
   if (steps.persistent == 1 && (steps.ping_pong || a.trace.computed))
     throw CudaError("hopper's persistent grid runs without ping-pong and without the trace");
   if (steps.stages != kHopperStages &&
@@ -303,11 +306,7 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
         "Br = 192, without ping-pong; not " +
         std::to_string(steps.consumers) + " at d = " + std::to_string(kD) +
         ", Br = " + std::to_string(p.tiling.Br));
-  if (steps.idle_padding == 1 &&
-      (kD != 64 || steps.consumers != 3 || steps.overlap || steps.stage_o == 1 ||
-       steps.exp_fma != 0 || steps.stages != kHopperStages || steps.prefetch > 0 ||
-       (steps.bc > 0 && steps.bc != hopper_bc(kD)) || a.trace.computed ||
-       !std::is_same_v<E, __nv_bfloat16>))
+  if (steps.idle_padding == 1 && !idle_fits)
     throw CudaError(
         "hopper's forward idles the warpgroups of padded rows at d = 64 in bf16 only, with three "
         "consumer warpgroups and the rung's key tiles, without the overlap, O staged, exps on the "
