@@ -1,8 +1,9 @@
 #!/bin/sh
 # exp_mca.sh — what one vector of the fast forward's P = exp(scale S - m) costs on a core's ports,
-# by llvm-mca's model of that core: exp_row's loop (load S, times scale, minus m, exp_vector,
-# store P, add to the row sum) compiled from src/flashdemo/fast/vector_exp.hpp as the fast path
-# compiles it (g++ -O2, -ffp-contract=fast), its steady state per iteration (16 floats on AVX-512).
+# by llvm-mca's model of that core: the main loop of exp_row (src/flashdemo/fast/exp_row.hpp:
+# load S, times scale, minus m, exp_vector, store P, add to the row sum), compiled as the fast
+# path compiles it (g++ -O2, -ffp-contract=fast), its steady state per iteration (16 floats on
+# AVX-512).
 # Beside a row of S at head dimension d the tile kernel issues 2 d FMAs a vector (d for
 # S = Q K^T, d for O += P V), on the same two 512-bit ports (0 and 5) on Intel's AVX-512 cores:
 # the loop's uops on those ports against 2 d gives the softmax's share of a forward at best.
@@ -10,29 +11,19 @@
 # Usage: scripts/exp_mca.sh [CPU ...]   (llvm-mca -mcpu names; default icelake-server, the
 #   newest Intel AVX-512 core LLVM 14 models; Sapphire Rapids keeps its ports 0 and 5 for 512-bit
 #   arithmetic)
-# Needs g++ and llvm-mca (Debian's llvm-14). MARCH (default x86-64-v4) is the -march.
+# Needs g++, Eigen (its double exp) and llvm-mca (Debian's llvm-14). MARCH (default x86-64-v4) is the -march.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/exp_loop.cpp" <<'CPP'
-#include "flashdemo/fast/vector_exp.hpp"
-using V = fd::fast::Simd<float>::V;
-float exp_loop(float* S, long keep, float scale, float shift) {
-  V sum{};
-  for (long k = 0; k + 16 <= keep; k += 16) {
-    V x = fd::fast::Simd<float>::load(S + k) * scale;
-    asm("" : "+v"(x));  // the scale rounds alone, as exp_row's `rounded`
-    const V e = fd::fast::exp_vector(x - shift);
-    fd::fast::Simd<float>::store(S + k, e);
-    sum += e;
-  }
-  float r = 0;
-  for (int i = 0; i < 16; ++i) r += sum[i];
-  return r;
+#include "flashdemo/fast/exp_row.hpp"
+// the forward's call (fast_attention.cpp's softmax_row): no lo, nothing done with each vector
+float exp_loop(float* S, long keep, long cols, float scale, float shift) {
+  return fd::fast::exp_row<false>(S, keep, cols, scale, shift, 0.0f, [](long, auto) {});
 }
 CPP
-g++ -O2 -march="${MARCH:-x86-64-v4}" -ffp-contract=fast -std=c++20 -I"$root/src" -S \
+g++ -O2 -march="${MARCH:-x86-64-v4}" -ffp-contract=fast -std=c++20 -I"$root/src" -I/usr/include/eigen3 -S \
   -o "$tmp/exp_loop.s" "$tmp/exp_loop.cpp"
 # the loop: from the first label whose block ends in a branch back to it
 awk '/^\.L[0-9]+:/{label=substr($1,1,length($1)-1); n=0; delete body; inside=1; next}
