@@ -12,7 +12,9 @@
 #   newest Intel AVX-512 core LLVM 14 models; Sapphire Rapids keeps its ports 0 and 5 for 512-bit
 #   arithmetic)
 # Needs g++, Eigen (its double exp) and llvm-mca (Debian's llvm-14). MARCH (default x86-64-v4) is the -march.
+# Exit 2, with one line on stderr, where llvm-mca is missing or refuses a CPU name.
 set -eu
+command -v llvm-mca >/dev/null || { echo "exp_mca: llvm-mca not found (Debian's llvm package)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -34,6 +36,7 @@ echo "# exp_row's loop, g++ -O2 -march=${MARCH:-x86-64-v4} -ffp-contract=fast ($
 sed 's/^/#   /' "$tmp/loop.s"
 for cpu in "${@:-icelake-server}"; do
   echo "## llvm-mca -mcpu=$cpu -iterations=1000"
-  llvm-mca -mcpu="$cpu" -iterations=1000 "$tmp/loop.s" 2>&1 |
-    sed -n '/^Iterations:/,/^Block RThroughput/p; /^Resources:/,/^$/p; /^Resource pressure per iteration:/,/^$/p'
+  llvm-mca -mcpu="$cpu" -iterations=1000 "$tmp/loop.s" >"$tmp/mca.txt" 2>&1 ||
+    { echo "exp_mca: llvm-mca -mcpu=$cpu failed: $(head -1 "$tmp/mca.txt")" >&2; exit 2; }
+  sed -n '/^Iterations:/,/^Block RThroughput/p; /^Resources:/,/^$/p; /^Resource pressure per iteration:/,/^$/p' "$tmp/mca.txt"
 done
