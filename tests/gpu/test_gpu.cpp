@@ -903,8 +903,8 @@ TEST_CASE("hopper's steps: every forward setting passes the correctness rule") {
         // prefetch of the next item beside them
         for (int consumers : {2, 3})
           for (int prefetch : {0, 2}) settings.push_back({0, 0, 1, consumers, 0, 0, prefetch, 4});
-        // three consumers whose warpgroups of padded rows idle (the rung's, bf16) and compute
-        // them, on each grid
+        // three consumers whose warpgroups idle on the tiles their rows do not see (padded rows,
+        // past their diagonal: the rung's) and compute them, on each grid
         for (int persistent : {0, 1})
           for (int idle : {0, 1}) settings.push_back({0, 0, persistent, 3, 0, 0, -1, -1, -1, idle});
       }

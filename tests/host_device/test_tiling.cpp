@@ -1,6 +1,7 @@
 // test_tiling.cpp — tile ranges, and the closed-form counts against tile-by-tile counting.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <initializer_list>
 
 #include "flashdemo/host_device/tiling.hpp"
@@ -80,4 +81,33 @@ TEST_CASE("first_query_tile: the query tiles that see key tile j are exactly i0 
               }
               CHECK(wrong == 0);
             }
+}
+
+TEST_CASE("key_tiles_of_rows: the key tiles some of the rows sees, by entry; 0 past n") {
+  int cases = 0;
+  for (bool causal : {false, true})
+    for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right})
+      for (index_t n : {1, 7, 100, 300})
+        for (index_t m : {1, 9, 100, 333})
+          for (index_t Bc : {1, 24, 128})
+            for (index_t rows : {1, 16, 64}) {
+              const Tiling t{n, m, 3 * rows, Bc};
+              const Mask mask{causal, align, n, m};
+              INFO("causal " << causal << " n " << n << " m " << m << " rows " << rows << " Bc "
+                             << Bc);
+              for (index_t q0 = 0; q0 < n + 2 * rows; q0 += rows) {
+                index_t expect = 0;  // one past the last tile with an entry some row sees
+                for (index_t q = q0; q < q0 + rows && q < n; ++q)
+                  for (index_t k = 0; k < m; ++k)
+                    if (!mask.masked(q, k)) expect = std::max(expect, k / Bc + 1);
+                CHECK(key_tiles_of_rows(t, mask, q0, q0 + rows) == expect);
+                ++cases;
+              }
+            }
+  CHECK(cases > 1000);
+  // computed_key_tiles is its value on a query tile's rows
+  const Tiling t{1000, 1000, 192, 128};
+  const Mask mask{true, CausalAlign::top_left, 1000, 1000};
+  for (index_t i = 0; i < t.Tr(); ++i)
+    CHECK(computed_key_tiles(t, mask, i) == key_tiles_of_rows(t, mask, i * 192, i * 192 + 192));
 }

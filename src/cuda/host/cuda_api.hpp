@@ -88,7 +88,11 @@ inline constexpr double kHopperThreeConsumerGain = 1.2;
 // padded to whole tiles of 192 and its causal rows cross the diagonal in steps of 192, so it may
 // compute more tile products than Br = 128 (counted here: rows x key tiles computed, padding
 // included): at n = m = 1024, 1.13x not causal and 1.33x causal. Br = 192 where that ratio is at
-// most the three consumers' gain, else 128 (two consumer warpgroups).
+// most the three consumers' gain, else 128 (two consumer warpgroups). The count is the blocks'
+// (each tile's rows whole), not their warpgroups': those skip their padded rows and the tiles past
+// their own rows' diagonal (hopper.cuh, kIdlePadding), yet Br = 192 everywhere lost where this
+// rule takes 128 (on an H100, causal d = 64: 0.99x at n = 1024, 0.97x at 512, 0.72x at 256): a
+// warpgroup left alone in its block's tile runs little faster than beside the others.
 inline TileSizes problem_tiles(Impl impl, index_t n, index_t m, index_t d, const Mask& mask,
                                Pass pass = Pass::fwd) {
   const TileSizes t = kernel_tiles(impl, d, pass);

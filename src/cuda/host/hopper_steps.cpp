@@ -11,7 +11,7 @@
 //              consumer warpgroups and the overlap across items (d = 128's stream of tiles: Br =
 //              128); at d = 64 1 in 8 or 1 in 4 of the softmax's exps on the FMA pipe (exp2_fma,
 //              bf16), four K, V stages on the persistent grid (bf16), and three consumer warpgroups
-//              whose warpgroups of padded rows compute them (the choice's idle, bf16): hopper.cuh
+//              whose warpgroups of padded rows compute them (the choice's idle): hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
@@ -23,10 +23,11 @@
 // Its backward issues dQ's reduces from a writer warp at both d: the overlap steps (bwd_none ..
 // bwd_p_dq), spread, three stages, the cut by keys, Br = 64 and the persistent grid run without
 // it, so their ratio to the choice holds the writer's share too; the rotated walk and the two sets
-// of dQ's staging keep it. Its forward at d = 64 in bf16 idles the warpgroups of padded rows
-// (three consumers, the plain loop): the steps whose kernels do not (the overlap with three,
-// O staged, the L2 prefetch, four stages, exps on the FMA pipe) compute those rows, so their
-// ratio to the choice holds that share too; fwd_padding_computed shows it alone.
+// of dQ's staging keep it. Its forward at d = 64 idles a warpgroup on the tiles its rows do not
+// see, padded rows and past their diagonal (three consumers, the plain loop): the steps whose
+// kernels do not (the overlap with three, O staged, the L2 prefetch, four stages, exps on the FMA
+// pipe) compute those tiles, so their ratio to the choice holds that share too;
+// fwd_padding_computed shows it alone.
 #include "cuda/host/rungs_api.hpp"
 
 namespace fd::cuda {

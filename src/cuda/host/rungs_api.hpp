@@ -37,10 +37,12 @@ Timing rung_time(const Shape& s, const AttnParams& params, Variant v, Impl impl,
 // exponentials on the FMA pipe (exp2_fma) instead of the special-function unit (0, the rung's;
 // 8 or 4: d = 64, bf16, without overlap, ping-pong or O staged). bc: the key tile (-1, the rung's;
 // 176 at d = 128, bf16, on the ordinary grid with O from registers: the step fwd_bc176).
-// idle_padding: 1, a consumer warpgroup whose rows of an item all lie past n computes nothing,
-// only waits and releases (d = 64, bf16, three consumers, without the overlap); 0, every
-// warpgroup computes its rows, padding too (the step fwd_padding_computed); -1, the rung's: 1
-// wherever that kernel was built and graded (HopperDefaults), 0 elsewhere.
+// idle_padding: 1, a consumer warpgroup computes only the key tiles its own rows see and only
+// waits and releases the item's others: all of them where its rows lie past n (padding), the last
+// ones past its rows' diagonal under a causal mask (d = 64, three consumers, without the
+// overlap); 0, every warpgroup computes the item's tiles, padding too (the step
+// fwd_padding_computed); -1, the rung's: 1 wherever that kernel was built and graded
+// (HopperDefaults), 0 elsewhere.
 struct HopperFwdSteps {
   int ping_pong = -1, overlap = -1, persistent = -1;
   int consumers = -1;

@@ -186,9 +186,9 @@ struct ForwardLaunch {
   // Every setting but ping-pong (two consumer warpgroups only) and the trace.
   void plain(const HopperArgs<E>& a, dim3 grid, bool overlap, bool persistent, bool stage_o,
              int exp_fma = 0, int stages = kHopperStages, bool idle_padding = false) const {
-    // padded rows' warpgroups idle: d = 64, three consumers, no overlap, bf16, either grid (the
-    // rung's there; fwd_padding_computed turns it off)
-    if constexpr (kD == 64 && kConsumers == 3 && std::is_same_v<E, __nv_bfloat16>)
+    // each warpgroup computes only its own rows' key tiles: d = 64, three consumers, no overlap,
+    // either grid (the rung's there; fwd_padding_computed turns it off)
+    if constexpr (kD == 64 && kConsumers == 3)
       if (idle_padding)
         return persistent ? go<false, false, false, true, false, 0, kHopperStages, true>(a, grid)
                           : go<false, false, false, false, false, 0, kHopperStages, true>(a, grid);
@@ -261,12 +261,12 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
     steps.overlap = Defaults::overlap(steps.consumers, steps.persistent == 1) && steps.exp_fma == 0;
   if (steps.stage_o < 0)  // (the L2 prefetch, a step, is built with O from registers only)
     steps.stage_o = Defaults::stage_o(steps.persistent == 1, steps.overlap) && steps.prefetch == 0;
-  // The padded rows' warpgroups idle only where that kernel was built and graded: d = 64, bf16,
-  // three consumers, the plain loop (no overlap, O staged, FMA exps, four stages, prefetch, wide
-  // key tiles or trace). The rung takes it wherever it fits; asked for elsewhere, it is refused.
-  const bool idle_fits = kD == 64 && std::is_same_v<E, __nv_bfloat16> && steps.consumers == 3 &&
-                         !steps.ping_pong && !steps.overlap && steps.stage_o != 1 &&
-                         steps.exp_fma == 0 && steps.prefetch <= 0 &&
+  // A warpgroup idles on the tiles its rows do not see (padded rows, past its diagonal) only where
+  // that kernel was built and graded: d = 64, three consumers, the plain loop (no overlap, O
+  // staged, FMA exps, four stages, prefetch, wide key tiles or trace). The rung takes it wherever
+  // it fits; asked for elsewhere, it is refused.
+  const bool idle_fits = kD == 64 && steps.consumers == 3 && !steps.ping_pong && !steps.overlap &&
+                         steps.stage_o != 1 && steps.exp_fma == 0 && steps.prefetch <= 0 &&
                          steps.stages == kHopperStages &&
                          (steps.bc <= 0 || steps.bc == hopper_bc(kD)) && !a.trace.computed;
   if (steps.idle_padding < 0) steps.idle_padding = Defaults::idle_padding && idle_fits;
@@ -308,9 +308,9 @@ void launch_hopper_d(const DeviceProblem<E>& p, HopperSteps steps) {
         ", Br = " + std::to_string(p.tiling.Br));
   if (steps.idle_padding == 1 && !idle_fits)
     throw CudaError(
-        "hopper's forward idles the warpgroups of padded rows at d = 64 in bf16 only, with three "
-        "consumer warpgroups and the rung's key tiles, without the overlap, O staged, exps on the "
-        "FMA pipe, four stages, the L2 prefetch or the trace");
+        "hopper's forward idles a warpgroup on the tiles its rows do not see at d = 64 only, "
+        "with three consumer warpgroups and the rung's key tiles, without the overlap, O staged, "
+        "exps on the FMA pipe, four stages, the L2 prefetch or the trace");
   if (steps.bc > 0 && steps.bc != hopper_bc(kD)) {  // key tiles of 176 (a step)
     if (kD != 128 || steps.bc != kHopperWideBc || !std::is_same_v<E, __nv_bfloat16> ||
         steps.ping_pong || !steps.overlap || steps.persistent == 1 || steps.stage_o == 1 ||

@@ -166,8 +166,9 @@ struct HopperSteps {
   int prefetch = -1;   // the persistent grid's L2 prefetch: the next item's first key tiles
   int stages = -1;     // K, V stages: kHopperStages, or 4 (d = 64, persistent, bf16: a step)
   int bc = -1;         // the key tile: hopper_bc(d), or 176 (d = 128, bf16, ordinary grid: a step)
-  int idle_padding = -1;  // 1: a consumer warpgroup of padded rows only idles (d = 64, three,
-                          // bf16, no overlap); 0: it computes them; -1: HopperDefaults<d>
+  int idle_padding = -1;  // 1: a consumer warpgroup idles on tiles its rows do not see (padding,
+                          // past its diagonal; d = 64, three, no overlap); 0: it computes them;
+                          // -1: HopperDefaults<d>
   int bulk_dq = 1, dq_by_columns = -1, bwd_overlap = -1, bwd_held = 0, dq_staging = -1;
   int bwd_persistent = 0;  // the backward's persistent grid (a block an SM over (j, head))
   int bwd_rotate = 0;      // the rung's backward, each key tile's walk rotated (kBwdRotate)

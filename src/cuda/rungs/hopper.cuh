@@ -47,16 +47,20 @@
 // without a mask (128 x 176; 128 x 128 under a causal mask): S is one m64n176k16 wgmma a k step,
 // P V 11 k steps a tile where 128 keys take 8, so each tile's barrier waits, row reductions and
 // O rescale serve 1.375x the keys. Shared memory and registers: kHopperWideBc, below.
-// With kIdlePadding (the rung's at d = 64 since session 39: bf16, three consumer warpgroups,
+// With kIdlePadding (the rung's at d = 64 since session 39: three consumer warpgroups,
 // the loop without the overlap; the step fwd_padding_computed turns it off), a consumer
 // warpgroup whose 64 rows of the item all lie past n (the last query tile of a head where
 // Br = 192 does not divide n: at n = 1024 the sixth tile's rows 1024 .. 1151, two of its three
 // warpgroups) computes nothing: it waits for and releases each stage, so the barriers count its
 // warps' arrivals as always, and leaves the tensor cores and the exp pipe to the warpgroup with
-// rows. Measured on an H100, 0.94x to 0.95x the rung's choice at n = 1000, 1024 and 4096 while c
-// came from threadIdx.x / 128 (the branch on it then made the whole loop's integer work per
-// thread: hopper_ptx::warpgroup_index); with c uniform, 1.003x at n = 1024, d = 64 (session 32),
-// and 1.01x to 1.05x at n = 1024 to 4096 in session 39's rounds, level at n = 1024 causal
+// rows. Likewise, under a causal mask, the item's last key tiles that a warpgroup's own rows do
+// not see (its J_c, key_tiles_of_rows of its 64 rows, where the item's J is its 192 rows'): at
+// Br = 192, Bc = 128, n = m the first two warpgroups of even items and the first of odd items
+// each skip the item's last tile, so that the items compute what tiles of 64 rows would.
+// Measured on an H100, 0.94x to 0.95x the rung's choice at n = 1000, 1024 and 4096 while c came
+// from threadIdx.x / 128 (the branch on it then made the whole loop's integer work per thread:
+// hopper_ptx::warpgroup_index); with c uniform, 1.003x at n = 1024, d = 64 (session 32), and
+// 1.01x to 1.05x at n = 1024 to 4096 in session 39's rounds, level at n = 1024 causal
 // (HopperDefaults, below).
 // With kExpFma = 8 or 4 (steps at d = 64, fwd_exp_fma8 and fwd_exp_fma4), 1 in 8 or 1 in 4 of
 // the softmax's exponentials is computed by exp2_fma on the FMA and integer pipes, the rest by ex2
@@ -162,11 +166,13 @@ static_assert(128 * kHopperProducerRegisters + 3 * 128 * hopper_consumer_registe
 // consumers free for the next item's GEMMs. From registers everywhere else (at d = 64, 1.00x to
 // 1.02x; on the ordinary grid not measured as the choice).
 // Padded rows: at d = 64 a consumer warpgroup whose rows of an item all lie past n idles
-// (kIdlePadding) wherever it was graded and timed: three consumer warpgroups, bf16, without
-// the overlap, O staged, exps on the FMA pipe, four stages, the prefetch or the trace. Against
-// the kernel that computes them, two rounds of seven d = 64 cases on an H100 (session 39):
-// 1.04x to 1.05x at n = 2048, 1.02x at n = 4096 and 1.03x causal, 1.01x to 1.02x at
-// n = 1024, level (0.99x to 1.02x) at n = 1024 causal and at n = 16384.
+// (kIdlePadding) wherever it was graded and timed: three consumer warpgroups, without the
+// overlap, O staged, exps on the FMA pipe, four stages, the prefetch or the trace. Against the
+// kernel that computes them, two rounds of seven d = 64 cases on an H100 (session 39): 1.04x to
+// 1.05x at n = 2048, 1.02x at n = 4096 and 1.03x causal, 1.01x to 1.02x at n = 1024, level
+// (0.99x to 1.02x) at n = 1024 causal and at n = 16384. The same warpgroups idle on the tiles
+// past their own rows' diagonal too (session 40, two rounds on an H100): 1.020x and 1.026x at
+// causal n = 2048, level at 4096 and 16384 (0.996x to 1.011x); fp16 since then as well.
 // At d = 256: the overlap (the best of the four settings on the H200, 698.9 TFLOP/s at n = 4096),
 // as at d = 128 and as FlashAttention-3 runs its d = 256 forward; the ordinary grid, the
 // persistent one's second Q buffer not fitting.
@@ -771,26 +777,15 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         store_empty(x);
         continue;
       }
-      if constexpr (kIdlePadding)
-        if (x.i * Br + c * 64 >= a.n) {  // this warpgroup's rows are all padding: no row to store
-          // Each wait before its release, as the computing warps do: a release then never
-          // counts toward an earlier phase than its own (Q's buffer b too: full_q's phase for x
-          // completes only after every warp released b's item before x).
-          wait_q(x);
-          for (index_t j = 0; j < x.J; ++j) {
-            wait_k(x, j);
-            release(empty_k, x, j);
-            wait_v(x, j);
-            release(empty_v, x, j);
-          }
-          release_q(x);
-          continue;
-        }
+      // J_c: the key tiles this warpgroup's own 64 rows see (kIdlePadding; else the item's J).
+      const index_t Jc = kIdlePadding ? key_tiles_of_rows(a.tiling, a.mask, x.i * Br + c * 64,
+                                                          x.i * Br + c * 64 + 64)
+                                      : x.J;
       Turns<kPingPong> turns{c, int(2 * x.J)};  // S_j and P_j V_j apart for each tile
       turns.start();
       FragmentRows st;
       wait_q(x);
-      for (index_t j = 0; j < x.J; ++j) {
+      for (index_t j = 0; j < Jc; ++j) {
         wait_k(x, j);
         turns.take();
         issue_s(x, j);
@@ -809,8 +804,19 @@ __global__ void __launch_bounds__(hopper_threads(kConsumers), 1)
         hopper_ptx::fence_operands(o);
         release(empty_v, x, j);
       }
+      // Tiles J_c .. J - 1, which the item's later rows see and these do not (kIdlePadding):
+      // waited for and released, not computed. Each wait before its release, as the computing
+      // warps do: a release then never counts toward an earlier phase than its own (Q's buffer
+      // too: full_q's phase for x completes only after every warp released the buffer's item
+      // before x).
+      for (index_t j = Jc; j < x.J; ++j) {
+        wait_k(x, j);
+        release(empty_k, x, j);
+        wait_v(x, j);
+        release(empty_v, x, j);
+      }
       release_q(x);
-      store_rows(x, st, o);
+      store_rows(x, st, o);  // (rows that saw no key: O = 0, L = -inf; rows past n: none)
       clear_o();
     }
     drain_o();

@@ -47,11 +47,19 @@ struct TileCounts {
   index_t computed() const { return full + partial; }
 };
 
-// J_i: query tile i computes key tiles 0 .. J_i - 1 and skips the rest (closed form).
-FD_HOST_DEVICE index_t computed_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
+// The key tiles 0 .. J - 1 that rows [q0, q1) compute, for any rows (closed form): J = 0 when
+// none of them lies before n (padding) or none sees a key, Tc without a mask.
+FD_HOST_DEVICE index_t key_tiles_of_rows(const Tiling& t, const Mask& mask, index_t q0,
+                                         index_t q1) {
+  if (q0 >= t.n) return 0;
   if (!mask.causal) return t.Tc();
-  const index_t last = t.rows(i).end - 1 + mask.offset();  // last key its last row sees
+  const index_t last = fmin2(q1, t.n) - 1 + mask.offset();  // last key its last row sees
   return last < 0 ? 0 : fmin2(t.Tc(), last / t.Bc + 1);
+}
+
+// J_i: query tile i computes key tiles 0 .. J_i - 1 and skips the rest.
+FD_HOST_DEVICE index_t computed_key_tiles(const Tiling& t, const Mask& mask, index_t i) {
+  return key_tiles_of_rows(t, mask, i * t.Br, (i + 1) * t.Br);
 }
 
 // F_i: of those, the first F_i are full (no entry masked).
