@@ -11,7 +11,8 @@
 //              consumer warpgroups and the overlap across items (d = 128's stream of tiles: Br =
 //              128); at d = 64 1 in 8 or 1 in 4 of the softmax's exps on the FMA pipe (exp2_fma,
 //              bf16), four K, V stages on the persistent grid (bf16), and three consumer warpgroups
-//              whose warpgroups of padded rows compute them (the choice's idle): hopper.cuh
+//              that compute every tile of their items, padded rows and tiles past their rows'
+//              diagonal too (the choice's warpgroups idle there): hopper.cuh
 //   backward   dQ by atomics or the copy engine's bulk reduce; overlap bits P (P^T while dP^T
 //              runs) and Dq (dQ's block before dK); at d = 64 (the rung's Br = 128) Br = 64 with
 //              its own variants: the pipeline across tiles (P and Next), K_j (and V_j) held in
@@ -63,7 +64,7 @@ constexpr StepSetting kSettings[] = {
     {HopperStep::fwd_persistent_overlap, Pass::fwd, 64, false, {0, 1, 1, 2}, {}},
     {HopperStep::fwd_prefetch, Pass::fwd, 0, false, {0, -1, 1, -1, -1, 0, 2}, {}},
     {HopperStep::fwd_stages4, Pass::fwd, 64, true, {0, 0, 1, -1, -1, 0, -1, 4}, {}},
-    {HopperStep::fwd_padding_computed, Pass::fwd, 64, true, {0, 0, -1, 3, 0, 0, -1, -1, -1, 0}, {}},
+    {HopperStep::fwd_padding_computed, Pass::fwd, 64, false, {0, 0, -1, 3, 0, 0, -1, -1, -1, 0}},
     {HopperStep::fwd_exp_fma8, Pass::fwd, 64, true, {0, -1, -1, -1, 0, 8}, {}},
     {HopperStep::fwd_exp_fma4, Pass::fwd, 64, true, {0, -1, -1, -1, 0, 4}, {}},
     {HopperStep::rung_choice, Pass::bwd, 0, false, {}, {}},
