@@ -59,9 +59,8 @@
 // each skip the item's last tile, so that the items compute what tiles of 64 rows would.
 // Measured on an H100, 0.94x to 0.95x the rung's choice at n = 1000, 1024 and 4096 while c came
 // from threadIdx.x / 128 (the branch on it then made the whole loop's integer work per thread:
-// hopper_ptx::warpgroup_index); with c uniform, 1.003x at n = 1024, d = 64 (session 32), and
-// 1.01x to 1.05x at n = 1024 to 4096 in session 39's rounds, level at n = 1024 causal
-// (HopperDefaults, below).
+// hopper_ptx::warpgroup_index); with c uniform, 1.003x at n = 1024, d = 64 (session 32); as the
+// choice, the timings by HopperDefaults, below.
 // With kExpFma = 8 or 4 (steps at d = 64, fwd_exp_fma8 and fwd_exp_fma4), 1 in 8 or 1 in 4 of
 // the softmax's exponentials is computed by exp2_fma on the FMA and integer pipes, the rest by ex2
 // on the special-function unit (16 a cycle an SM, against the tensor cores' 4096 bf16 FLOPs: at
