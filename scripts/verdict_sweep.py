@@ -12,6 +12,9 @@ combination, such as bf16 on the fast path) is skipped, not counted. Kinds:
   tiny-d    backward at d = 1 to 3 in fp32 and fp64, scales 0.1 to 10
   scales    forward, backward, ring and decode at scales 0.01 to 1000
   merged    decode (splits) and ring (ranks, layouts, both passes) in fp32 and fp64
+  long-rows forward (teaching and fast) and decode with one split, fp64 and fp32, a few rows of
+            d 4 to 16 against 500 to 5,000 keys at scales 1 to 3: sharp rows that sum over many
+            keys (docs/correctness.md, "Still open")
   mistakes  forward and backward with a random --break mistake, every precision: the opposite
             count, how many of them the rule fails (a mistake that changes nothing there, such as
             finite-mask on rows that all see a key, passes rightly); exit 0 either way
@@ -83,6 +86,17 @@ def merged(rng, scales=None):
     return args
 
 
+def long_rows(rng):
+    n, m, d = rng.choice([1, 5]), rng.choice([500, 2000, 5000]), rng.choice([4, 8, 16])
+    sub = rng.choice(["forward-teaching", "forward-fast", "decode"])
+    if sub == "decode":
+        args = ["decode", "--h", "3", "--reps", "1", "--threads", "2", "--splits", "1"]
+    else:
+        args = ["forward", "--impl", sub.split("-")[1], "--trace", "none"]
+    return args + ["--n", str(n), "--m", str(m), "--d", str(d), "--dtype",
+                   rng.choice(["fp64", "fp32"]), "--scale", rng.choice(["1.0", "2.0", "3.0"])]
+
+
 def at_scales(rng):
     scales = ["0.01", "5", "30", "100", "1000"]
     if rng.random() < 0.5:
@@ -108,7 +122,7 @@ def mistakes(rng):
 
 
 KINDS = {"small": small, "tiny-d": tiny_d, "scales": at_scales, "merged": merged,
-         "mistakes": mistakes}
+         "long-rows": long_rows, "mistakes": mistakes}
 
 
 def main():
