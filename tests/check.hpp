@@ -38,7 +38,7 @@ void check_close(const Eigen::DenseBase<A>& x, const Eigen::DenseBase<B>& ref, d
 
 // The rule for one array of a path in precision p: `got` against the wider `ref`, the bound from
 // the naive path's error in p (`naive`, against the same ref) and the magnitude R of the terms
-// (reference_magnitudes), with the storage tolerance where the array is held in p (every array
+// (floor_magnitudes), with the storage tolerance where the array is held in p (every array
 // but L). A finite yardstick is required.
 template <class A, class B, class C, class M>
 void check_rule(Precision p, const Eigen::DenseBase<A>& got, const Eigen::DenseBase<B>& ref,
@@ -72,21 +72,23 @@ struct Outputs {
   Mat<T> dQ, dK, dV;
 };
 
-// The reference in wider_t<T> (with the magnitudes of its terms) and the naive (materializing)
-// path in T, computed once.
+// The reference in wider_t<T> (with the magnitudes of its terms, and those the rule's floor takes:
+// floor_magnitudes) and the naive (materializing) path in T, computed once.
 template <class T>
 struct Expected {
   using W = wider_t<T>;
   ReferenceForward<W> rf;
   ReferenceBackward<W> rb;
-  Magnitudes<W> R;
+  Magnitudes<W> terms, R;  // reference_magnitudes; floor_magnitudes of them
   ReferenceForward<T> nf;
   ReferenceBackward<T> nb;
   explicit Expected(const Problem<T>& p, Precision stored = Precision::fp64)
       : rf(reference_forward<W>(p.Q.template cast<W>(), p.K.template cast<W>(),
                                 p.V.template cast<W>(), p.params)),
-        R(reference_magnitudes<W>(p.Q.template cast<W>(), p.K.template cast<W>(),
-                                  p.V.template cast<W>(), p.dO.template cast<W>(), rf, p.params)),
+        terms(reference_magnitudes<W>(p.Q.template cast<W>(), p.K.template cast<W>(),
+                                      p.V.template cast<W>(), p.dO.template cast<W>(), rf,
+                                      p.params)),
+        R(floor_magnitudes(terms, p.Q.rows(), p.K.rows())),
         nf(reference_forward<T>(p.Q, p.K, p.V, p.params, stored)) {
     if (!p.dO.size()) return;
     rb = reference_backward<W>(p.Q.template cast<W>(), p.K.template cast<W>(),
@@ -94,8 +96,10 @@ struct Expected {
     nb = reference_backward<T>(p.Q, p.K, p.V, p.dO, p.params, stored);
   }
   // The magnitudes of a run that merges normalized parts of each row through their logsumexps
-  // in `merges` rounded steps (split-KV, the ring: merged_magnitudes).
-  void merged(index_t keys, index_t merges) { R = merged_magnitudes(R, keys, merges); }
+  // in `merges` rounded steps (split-KV, the ring: floor_magnitudes).
+  void merged(index_t keys, index_t merges) {
+    R = floor_magnitudes(terms, rf.O.rows(), keys, merges);
+  }
   // Drops the n x m matrices (S, P, dP, dS) once only the outputs are compared.
   void compact() {
     for (auto* X : {&rf.S, &rf.P, &rb.dP, &rb.dS}) X->resize(0, 0);

@@ -254,7 +254,7 @@ TEST_CASE_TEMPLATE("ring: forward and backward match the reference", T, float, d
 TEST_CASE_TEMPLATE("ring: large scores (scale 3 to 100) pass the rule, forward and backward", T,
                    float, double) {
   // |L| grows with the scale; the P - 1 folds through L cost each weight about u |L| apiece
-  // (merged_magnitudes), which the naive yardstick never pays.
+  // (floor_magnitudes), which the naive yardstick never pays.
   const AttnParams base{};
   const AttnParams causal{true, CausalAlign::top_left, {}};
   for (double scale : {3.0, 5.0, 10.0, 30.0, 100.0})

@@ -58,7 +58,7 @@ Mat<T> head_matrix(const std::vector<T>& x, index_t head, index_t rows, index_t 
 }
 
 // One head's reference in the wider type, the naive run in T and the magnitudes of a run merged
-// from `splits` parts (merged_magnitudes: what the judge of a merged run uses).
+// from `splits` parts (floor_magnitudes: what the judge of a merged run uses).
 template <class T>
 struct HeadExpected {
   using W = wider_t<T>;
@@ -76,8 +76,8 @@ HeadExpected<T> expected(const Problem<T>& pr, index_t head, index_t splits) {
   const Mat<W> Qw = Q.template cast<W>(), Kw = K.template cast<W>(), Vw = V.template cast<W>();
   HeadExpected<T> e{
       reference_forward<W>(Qw, Kw, Vw, pr.p), reference_forward<T>(Q, K, V, pr.p), {}};
-  e.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, {}, e.ref, pr.p), m,
-                          merges_split_kv(splits));
+  e.R = floor_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, {}, e.ref, pr.p), n, m,
+                         merges_split_kv(splits));
   return e;
 }
 
@@ -254,7 +254,7 @@ TEST_CASE_TEMPLATE("a given S gives the same bits on 1, 2, 3 or 7 threads", T, f
 TEST_CASE_TEMPLATE("large scores (--scale 3 to 100): every merged S passes the rule", T, float,
                    double) {
   // |L| grows with the scale (about 3 |S| here); each merge weight exp(L_s - L) then carries
-  // about u (|L_s| + |L|) of rounding the naive yardstick never makes (merged_magnitudes).
+  // about u (|L_s| + |L|) of rounding the naive yardstick never makes (floor_magnitudes).
   for (double scale : {3.0, 5.0, 10.0, 30.0, 100.0})
     for (bool causal : {false, true}) {
       const Problem<T> pr =

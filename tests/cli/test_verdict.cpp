@@ -85,3 +85,25 @@ TEST_CASE("small problems: correct runs that a random sweep found failing pass")
     CHECK_FALSE(has(x.out, "FAIL"));
   }
 }
+
+// Correct fp64 runs over 5,000 keys that the rule failed when its floor allowed 4 u R for a sum of
+// any length (1.1x to 1.3x over the bound): a random walk of roundings, about sqrt(m) u R apart
+// between two summation orders (floor_magnitudes; docs/correctness.md, section 2). Found by
+// `verdict_sweep.py --kind long-rows` and by seeds 7919 s, s = 1 to 200, at the shape below.
+TEST_CASE("long rows: correct fp64 runs that the rule failed before the long-sum floor pass") {
+  const char* runs[] = {
+      "decode --n 5 --m 5000 --d 8 --h 3 --splits 1 --reps 1 --dtype fp64 --scale 2.0"
+      " --seed 772762",
+      "forward --impl teaching --n 5 --m 5000 --d 8 --dtype fp64 --scale 2.0 --seed 1282878"
+      " --trace none",
+      "forward --impl teaching --n 5 --m 5000 --d 8 --dtype fp64 --scale 2.0 --seed 1369987"
+      " --trace none",
+      "forward --impl fast --n 5 --m 5000 --d 8 --dtype fp64 --scale 2.0 --seed 293003"
+      " --trace none"};
+  for (const char* r : runs) {
+    const Run x = run(r);
+    INFO(r << "\n" << x.out << x.err);
+    CHECK(x.code == 0);
+    CHECK_FALSE(has(x.out, "FAIL"));
+  }
+}

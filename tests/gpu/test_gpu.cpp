@@ -294,8 +294,9 @@ void check_hopper_forward(const RungCase (&cases)[N]) {
       for (bool causal : {false, true})
         for (auto align : {CausalAlign::top_left, CausalAlign::bottom_right}) {
           if (!causal && align == CausalAlign::bottom_right) continue;
-          INFO(precision_name(prec) << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m
-                                    << " causal=" << causal << " align=" << int(align));
+          INFO(std::string(precision_name(prec))
+               << " b=" << c.b << " h=" << c.h << " n=" << c.n << " m=" << c.m
+               << " causal=" << causal << " align=" << int(align));
           check_rung(Impl::hopper, prec, c, AttnParams{causal, align, {}});
         }
 }
@@ -623,7 +624,7 @@ TEST_CASE("decode: every feed of K and V gives the plain kernel's bits") {
           const cuda::DecodeRun plain =
               cuda::decode(shape, p, prec, num_splits, drawn, {}, 0, 0, cuda::KvFeed::plain);
           for (cuda::KvFeed feed : {cuda::KvFeed::ahead, cuda::KvFeed::bulk}) {
-            INFO(precision_name(prec)
+            INFO(std::string(precision_name(prec))
                  << " heads=" << c.heads << " n=" << c.n << " m=" << c.m << " d=" << c.d
                  << " causal=" << causal << " splits=" << num_splits
                  << " feed=" << std::string(cuda::kv_feed_name(feed)));

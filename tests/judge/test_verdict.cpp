@@ -108,7 +108,8 @@ TEST_CASE_TEMPLATE("backward: the floors admit the error of O that D, and with d
   for (bool given : {true, false}) {
     const BackwardJudge<T> j = backward_judge<T>(Q, K, V, given ? &dO : nullptr, params, p);
     const Mat<W> up = given ? Mat<W>(dO.template cast<W>()) : Mat<W>(W(2) * j.forward.ref.O);
-    const Magnitudes<W> R = reference_magnitudes<W>(Qw, Kw, Vw, up, j.forward.ref, params);
+    const Magnitudes<W> R =
+        floor_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, up, j.forward.ref, params), n, m);
     // O's verdict bound, from its naive error and its floor (no merge, no storage tolerance here).
     const double naive_O = max_abs_error(j.forward.naive.O, j.forward.ref.O).value;
     const double bound_O = 2 * naive_O + rule_floor(p, max_finite_abs(j.forward.R.O));
@@ -138,8 +139,8 @@ TEST_CASE_TEMPLATE("backward: the floors admit the error of O that D, and with d
   // storage tolerance admits what D takes from dO held in p).
   if constexpr (std::is_same_v<T, float>) {
     const BackwardJudge<T> j = backward_judge<T>(Q, K, V, &dO, params, Precision::bf16);
-    const Magnitudes<W> R =
-        reference_magnitudes<W>(Qw, Kw, Vw, dO.template cast<W>(), j.forward.ref, params);
+    const Magnitudes<W> R = floor_magnitudes(
+        reference_magnitudes<W>(Qw, Kw, Vw, dO.template cast<W>(), j.forward.ref, params), n, m);
     CHECK(j.R.D == R.D);
   }
 }

@@ -1,6 +1,7 @@
 // test_reference.cpp — standard attention on cases small enough to check by hand.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <initializer_list>
 
 #include "check.hpp"
@@ -56,4 +57,32 @@ TEST_CASE("float and double references agree to float precision") {
   const auto rf = reference_forward<float>(Q.cast<float>(), K.cast<float>(), V.cast<float>(), p);
   test::check_close(rf.O, rd.O, 1e-5, "O");
   test::check_close(rf.L, rd.L, 1e-5, "L");
+}
+
+TEST_CASE("the floor's magnitudes: sqrt(t) / 4 over a sum of t > 16 terms, merges added to it") {
+  CHECK(long_sum_scale(1) == 1);
+  CHECK(long_sum_scale(16) == 1);  // 4 u R covers a short sum
+  CHECK(long_sum_scale(64) == 2);  // sqrt(64) u R = 2 (4 u R)
+  CHECK(long_sum_scale(5000) == doctest::Approx(std::sqrt(5000.0) / 4));
+  const index_t n = 4, m = 256, d = 3;  // s_m = 4, s_n = 1
+  Magnitudes<double> R;
+  R.O = R.dQ = Mat<double>::Constant(n, d, 2.0);
+  R.dK = R.dV = Mat<double>::Constant(m, d, 3.0);
+  R.D = Vec<double>::Constant(n, 5.0);
+  R.L = Vec<double>(n);
+  R.L << 0.5, 2.0, 7.0, 0.0;
+  const Magnitudes<double> F = floor_magnitudes(R, n, m);
+  CHECK((F.O.array() == 8.0).all());
+  CHECK((F.dQ.array() == 8.0).all());
+  CHECK((F.D.array() == 20.0).all());
+  CHECK((F.dK.array() == 3.0).all());
+  CHECK((F.dV.array() == 3.0).all());
+  CHECK(F.L(0) == 4.0);  // l's relative rounding, sqrt(m) u, in L = log l
+  CHECK(F.L(2) == 7.0);
+  // One merge (split-KV): k = 3 weights' roundings of Lambda_q = R(L)_q + log(m) each, added.
+  const Magnitudes<double> G = floor_magnitudes(R, n, m, 1);
+  const double Lambda2 = 7.0 + std::log(double(m));
+  CHECK(G.O(2, 0) == doctest::Approx(2.0 * (4.0 + 3.0 / 4 * Lambda2)));
+  CHECK(G.L(2) == doctest::Approx(7.0 + 2.0 / 4 * Lambda2));
+  CHECK(G.dV(0, 0) == doctest::Approx(3.0 * (1.0 + 3.0 / 4 * Lambda2)));  // Lambda = max_q
 }

@@ -75,7 +75,8 @@ double worst_ratio(Precision p, const LowCase& c, const BackwardResult<float>& g
                     dO = c.dO.cast<double>();
   const auto rf = reference_forward<double>(Q, K, V, params);
   const auto rb = reference_backward<double>(Q, K, V, dO, params);
-  const auto R = reference_magnitudes<double>(Q, K, V, dO, rf, params);
+  const auto R =
+      floor_magnitudes(reference_magnitudes<double>(Q, K, V, dO, rf, params), Q.rows(), K.rows());
   const auto nb = reference_backward<float>(c.Q, c.K, c.V, c.dO, params, p);
   const RuleVerdict v[] = {judge(p, g.dQ, rb.dQ, nb.dQ, R.dQ, Held::in_p),
                            judge(p, g.dK, rb.dK, nb.dK, R.dK, Held::in_p),
@@ -174,10 +175,10 @@ TEST_CASE("bf16, fp16: D from the forward's unrounded O passes where O as stored
     double old_ratio;
   } draws[] = {{Precision::bf16, 418, 3.81},
                {Precision::bf16, 563, 2.38},
-               {Precision::fp16, 583, 3.13},
+               {Precision::fp16, 583, 3.08},
                {Precision::fp16, 553, 2.17}};
   for (const auto& w : draws) {
-    INFO(precision_name(w.p) << " seed " << w.seed);
+    INFO(std::string(precision_name(w.p)) << " seed " << w.seed);
     const LowCase c = low_case(w.p, w.seed);
     const Variant var{w.p, Mistake::none};
     const auto fwd = flash_forward<float>(c.Q, c.K, c.V, {}, tiles, nullptr, var);
@@ -204,7 +205,7 @@ TEST_CASE("bf16, fp16: Q at 80, 150 and 300 times N(0, 1), 40 draws each, pass t
         const Variant var{p, Mistake::none};
         const auto fwd = flash_forward<float>(c.Q, c.K, c.V, {}, tiles, nullptr, var);
         const auto g = flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, {}, tiles, nullptr, var);
-        INFO(precision_name(p) << " x" << q_scale << " seed " << seed);
+        INFO(std::string(precision_name(p)) << " x" << q_scale << " seed " << seed);
         CHECK(worst_ratio(p, c, g) <= 1);
       }
 }
@@ -215,7 +216,7 @@ TEST_CASE("bf16, fp16 at large scores: a wrong backward still fails the rule") {
   const TileSizes tiles{16, 16};
   for (Precision p : {Precision::bf16, Precision::fp16})
     for (std::uint32_t seed : {418u, 583u, 7u}) {
-      INFO(precision_name(p) << " seed " << seed);
+      INFO(std::string(precision_name(p)) << " seed " << seed);
       const LowCase c = low_case(p, seed);
       const auto fwd = flash_forward<float>(c.Q, c.K, c.V, {}, tiles, nullptr, {p, Mistake::none});
       const auto no_d =
@@ -244,7 +245,7 @@ TEST_CASE("bf16, fp16 at large scores: a wrong backward still fails the rule") {
         flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, bottom, tiles, nullptr, {p, Mistake::none});
     const auto wrong = flash_backward<float>(c.Q, c.K, c.V, fwd, c.dO, bottom, tiles, nullptr,
                                              {p, Mistake::wrong_align});
-    INFO(precision_name(p) << " causal bottom-right, 40 x 56");
+    INFO(std::string(precision_name(p)) << " causal bottom-right, 40 x 56");
     CHECK(worst_ratio(p, c, right, bottom) <= 1);
     CHECK(worst_ratio(p, c, wrong, bottom) > 1);
   }

@@ -6,7 +6,7 @@
 //             and inf against a finite reference as inf.
 //   naive   = err of the naive (materializing) implementation run in the path's own precision
 //   bound   = 2 * naive + floor
-//   floor   = max(f_p, 4 u R, a_p):  f_p = 1e-6 below fp64, 2e-15 in fp64 (about eight units in
+//   floor   = max(f_p, 4 u R', a_p): f_p = 1e-6 below fp64, 2e-15 in fp64 (about eight units in
 //             the last place of 1.0 in each), u the unit roundoff of the precision the sums
 //             accumulate in (2^-24 for fp32, bf16 and fp16, whose sums are fp32; 2^-53 for fp64),
 //             R the largest magnitude of the terms an entry sums (reference.hpp: Magnitudes). u R
@@ -17,10 +17,12 @@
 //             FlashAttention's own absolute tolerance at its limit, one unit in p's last place at
 //             0.3 + max |X_ref| (storage_atol): below it, where an error lands is the luck of the
 //             roundings to p, and an array of a few entries gives the naive error as one such
-//             draw. A path that merges parts
-//             through their logsumexps (split-KV, the ring) is judged with R' =
-//             merged_magnitudes(R, m, r) (reference.hpp): each weight exp(L_s - L) carries about
-//             k u |L| of rounding the naive yardstick never makes, so 4 u R' = 4 u R + k u |L| R.
+//             draw.
+//             R' is R as floor_magnitudes grows it (reference.hpp): over a sum of t terms the
+//             orders' roundings differ like a random walk, so 4 u R' = max(4, sqrt(t)) u R; and a
+//             path that merges parts through their logsumexps (split-KV, the ring) adds k u |L| R,
+//             each weight exp(L_s - L) carrying about that much rounding that the naive
+//             yardstick never makes.
 //   verdict = pass        when err <= bound (so X is finite wherever X_ref is, and has exactly
 //                         X_ref's infinities, or err would be inf)
 //             fail        otherwise

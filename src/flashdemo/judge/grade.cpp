@@ -109,7 +109,8 @@ Grader::Grader(CheckProblem problem) : problem_(std::move(problem)) {
     const auto b = reference_backward<Ref>(Q, K, V, dO, p.params);
     ref_.dQ = b.dQ, ref_.dK = b.dK, ref_.dV = b.dV;
   }
-  const Magnitudes<Ref> R = reference_magnitudes<Ref>(Q, K, V, dO, f, p.params);
+  const Magnitudes<Ref> R =
+      floor_magnitudes(reference_magnitudes<Ref>(Q, K, V, dO, f, p.params), Q.rows(), K.rows());
   magnitude_ = {R.O, R.L, R.dQ, R.dK, R.dV};
 }
 

@@ -87,7 +87,8 @@ ForwardJudge<T> forward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
   ForwardJudge<T> j;
   j.ref = reference_forward<W>(Qw, Kw, Vw, params);
   j.naive = reference_forward<T>(Q, K, V, params, stored);
-  j.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, {}, j.ref, params), K.rows(), merges);
+  j.R = floor_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, {}, j.ref, params), Q.rows(), K.rows(),
+                         merges);
   return j;
 }
 
@@ -114,8 +115,8 @@ BackwardJudge<T> backward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
   const Mat<T> dO_naive =
       rounded<T>(dO_given ? *dO_given : Mat<T>(T(2) * j.forward.naive.O), stored);
   j.naive = reference_backward<T>(Q, K, V, dO_naive, params, stored);
-  j.R = merged_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, j.dO, j.forward.ref, params),
-                          K.rows(), merges);
+  j.R = floor_magnitudes(reference_magnitudes<W>(Qw, Kw, Vw, j.dO, j.forward.ref, params), Q.rows(),
+                         K.rows(), merges);
   if (stored != Precision::bf16 && stored != Precision::fp16) {  // (below: storage_atol's part)
     const Precision p = precision_of<T>();
     inherit_o_error(j.R, j.forward.ref, Qw, Kw, Vw, j.dO, W(params.scale_for(Q.cols())),

@@ -2,8 +2,8 @@
 //
 //   ref    = standard attention in W, wider than the path (S, P materialized)     (reference.hpp)
 //   naive  = the same computation in T, stored as the path stores (bf16, fp16)    (the yardstick)
-//   R      = the magnitudes of the terms each output sums, and for a path that merges partial
-//            results through L the rounding of each merge's weights                (the floor)
+//   R      = the magnitudes of the terms each output sums, grown for long sums and for a path
+//            that merges partial results through L by each merge's weights (floor_magnitudes)
 //   per array X:  err = max |X - X_ref|,  bound = 2 err(naive) + floor(R),  outcome (compare.hpp)
 //   per run:      fail if any array used by the run fails; else no verdict if any has none
 //                 (never a pass); else pass. Heads fold array by array, keeping the worst.
@@ -72,7 +72,7 @@ struct ForwardJudge {
 // Q: n x d, K, V: m x d, in the path's type; `stored`: the format the path stores S, P, O in.
 // merges: how many rounded merges through L the path made of each row's parts (split-KV: 1 for
 // S > 1, merges_split_kv; the ring: P - 1, merges_ring; 0 for one pass over the keys): each adds
-// its rounding to the floor (merged_magnitudes, docs/correctness.md section 2.1).
+// its rounding to the floor (floor_magnitudes, docs/correctness.md section 2.1).
 template <class T>
 ForwardJudge<T> forward_judge(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& V,
                               const AttnParams& params, Precision stored, index_t merges = 0);

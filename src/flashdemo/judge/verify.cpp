@@ -174,24 +174,28 @@ Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t
   const Precision exact = Precision::fp64;  // round_to leaves values alone: the reference
   Tally t;
   t.p = low ? stored : precision_of<T>();
+  // The floor's long sums, as floor_magnitudes grows them: over the m keys, over the n queries.
+  const W s_m = W(long_sum_scale(h.m)), s_n = W(long_sum_scale(h.n));
   const std::vector<index_t> rows = sample(h.n, samples);
   for (index_t q : rows) {
     const auto ref = query_row<W>(h, params, q, exact);
     const auto naive = query_row<T>(h, params, q, stored);
     const index_t w = 2 * h.d + 1;  // the magnitudes follow the values
-    for (index_t x = 0; x < h.d; ++x) t.add("O", h.O[q * h.d + x], ref[x], naive[x], ref[w + x]);
-    t.add("L", h.L[q], ref[h.d], naive[h.d], ref[w + h.d]);
+    for (index_t x = 0; x < h.d; ++x)
+      t.add("O", h.O[q * h.d + x], ref[x], naive[x], s_m * ref[w + x]);
+    t.add("L", h.L[q], ref[h.d], naive[h.d], fmax2(ref[w + h.d], s_m));
     if (h.dO)
       for (index_t x = 0; x < h.d; ++x)
-        t.add("dQ", h.dQ[q * h.d + x], ref[h.d + 1 + x], naive[h.d + 1 + x], ref[w + h.d + 1 + x]);
+        t.add("dQ", h.dQ[q * h.d + x], ref[h.d + 1 + x], naive[h.d + 1 + x],
+              s_m * ref[w + h.d + 1 + x]);
   }
   for (index_t k : h.dO ? sample(h.m, samples) : std::vector<index_t>{}) {
     const auto ref = key_row<W>(h, params, k, exact);
     const auto naive = key_row<T>(h, params, k, stored);
     const index_t w = 2 * h.d;
     for (index_t x = 0; x < h.d; ++x) {
-      t.add("dK", h.dK[k * h.d + x], ref[x], naive[x], ref[w + x]);
-      t.add("dV", h.dV[k * h.d + x], ref[h.d + x], naive[h.d + x], ref[w + h.d + x]);
+      t.add("dK", h.dK[k * h.d + x], ref[x], naive[x], s_n * ref[w + x]);
+      t.add("dV", h.dV[k * h.d + x], ref[h.d + x], naive[h.d + x], s_n * ref[w + h.d + x]);
     }
   }
   Verdict v = t.verdict();

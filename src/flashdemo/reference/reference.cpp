@@ -139,16 +139,21 @@ Magnitudes<T> reference_magnitudes(const Mat<T>& Q, const Mat<T>& K, const Mat<T
 }
 
 template <class T>
-Magnitudes<T> merged_magnitudes(const Magnitudes<T>& R, index_t keys, index_t merges) {
-  if (merges <= 0) return R;  // one part: its weight is exactly 1, nothing to add
-  const T k = T(2 + merges), log_m = flog(T(std::max<index_t>(keys, 1)));
-  const Vec<T> Lambda = R.L.array() + log_m;  // Lambda_q = R(L)_q + log(m)
-  const T Lambda_max = Lambda.size() ? Lambda.maxCoeff() : log_m;
-  const Vec<T> row = T(1) + k / T(4) * Lambda.array();  // 1 + k Lambda_q / 4
-  const T all = T(1) + k / T(4) * Lambda_max;           // 1 + k Lambda / 4
+Magnitudes<T> floor_magnitudes(const Magnitudes<T>& R, index_t queries, index_t keys,
+                               index_t merges) {
+  const T s_m = T(long_sum_scale(keys)), s_n = T(long_sum_scale(queries));
+  Vec<T> row = Vec<T>::Constant(R.L.size(), s_m);  // s_m + k Lambda_q / 4
+  T all = s_n;                                     // s_n + k Lambda / 4
   Magnitudes<T> out = R;
+  out.L = R.L.array().max(s_m);
+  if (merges > 0) {  // (none: one part, whose weight is exactly 1)
+    const T k = T(2 + merges), log_m = flog(T(std::max<index_t>(keys, 1)));
+    const Vec<T> Lambda = R.L.array() + log_m;  // Lambda_q = R(L)_q + log(m)
+    row.array() += k / T(4) * Lambda.array();
+    all += k / T(4) * (Lambda.size() ? Lambda.maxCoeff() : log_m);
+    out.L.array() += (k - T(1)) / T(4) * Lambda.array();
+  }
   if (R.O.size()) out.O = R.O.array().colwise() * row.array();
-  out.L = R.L.array() + (k - T(1)) / T(4) * Lambda.array();
   if (R.D.size()) out.D = R.D.array() * row.array();
   if (R.dQ.size()) out.dQ = R.dQ.array().colwise() * row.array();
   if (R.dK.size()) out.dK = all * R.dK;
@@ -168,7 +173,7 @@ double reference_bytes(index_t n, index_t m, index_t bytes_per_element) {
   template Magnitudes<T> reference_magnitudes(const Mat<T>&, const Mat<T>&, const Mat<T>&,       \
                                               const Mat<T>&, const ReferenceForward<T>&,         \
                                               const AttnParams&);                                \
-  template Magnitudes<T> merged_magnitudes(const Magnitudes<T>&, index_t, index_t);
+  template Magnitudes<T> floor_magnitudes(const Magnitudes<T>&, index_t, index_t, index_t);
 FD_INSTANTIATE(float)
 FD_INSTANTIATE(double)
 FD_INSTANTIATE(long double)
