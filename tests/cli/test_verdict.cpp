@@ -87,7 +87,7 @@ TEST_CASE("small problems: correct runs that a random sweep found failing pass")
 }
 
 // Correct fp64 runs over 5,000 keys that the rule failed when its floor allowed 4 u R for a sum of
-// any length (1.1x to 1.3x over the bound): a random walk of roundings, about sqrt(m) u R apart
+// any length (1.0004x to 1.37x over the bound): a random walk of roundings, about sqrt(m) u R apart
 // between two summation orders (floor_magnitudes; docs/correctness.md, section 2). Found by
 // `verdict_sweep.py --kind long-rows` and by seeds 7919 s, s = 1 to 200, at the shape below.
 TEST_CASE("long rows: correct fp64 runs that the rule failed before the long-sum floor pass") {

@@ -59,30 +59,52 @@ TEST_CASE("float and double references agree to float precision") {
   test::check_close(rf.L, rd.L, 1e-5, "L");
 }
 
-TEST_CASE("the floor's magnitudes: sqrt(t) / 4 over a sum of t > 16 terms, merges added to it") {
+TEST_CASE("the floor's magnitudes: sqrt(m) / 4 over a sum of more than 16 terms, merges added") {
   CHECK(long_sum_scale(1) == 1);
   CHECK(long_sum_scale(16) == 1);  // 4 u R covers a short sum
   CHECK(long_sum_scale(64) == 2);  // sqrt(64) u R = 2 (4 u R)
   CHECK(long_sum_scale(5000) == doctest::Approx(std::sqrt(5000.0) / 4));
-  const index_t n = 4, m = 256, d = 3;  // s_m = 4, s_n = 1
+  const index_t n = 64, m = 256, d = 3;  // s_m = 4, s_n = 2
   Magnitudes<double> R;
   R.O = R.dQ = Mat<double>::Constant(n, d, 2.0);
   R.dK = R.dV = Mat<double>::Constant(m, d, 3.0);
   R.D = Vec<double>::Constant(n, 5.0);
-  R.L = Vec<double>(n);
-  R.L << 0.5, 2.0, 7.0, 0.0;
+  R.L = Vec<double>::Constant(n, 7.0);
+  R.L.head(4) << 0.5, 2.0, 7.0, 0.0;  // row 3 sees no key: R(L) = 0
   const Magnitudes<double> F = floor_magnitudes(R, n, m);
   CHECK((F.O.array() == 8.0).all());
   CHECK((F.dQ.array() == 8.0).all());
   CHECK((F.D.array() == 20.0).all());
-  CHECK((F.dK.array() == 3.0).all());
-  CHECK((F.dV.array() == 3.0).all());
-  CHECK(F.L(0) == 4.0);  // l's relative rounding, sqrt(m) u, in L = log l
+  CHECK((F.dK.array() == 6.0).all());
+  CHECK((F.dV.array() == 6.0).all());
+  CHECK(F.L(0) == 4.0);  // l's relative rounding, sqrt(m) u, in L = log l: R(L) >= sqrt(m) / 4
+  CHECK(F.L(1) == 4.0);
   CHECK(F.L(2) == 7.0);
-  // One merge (split-KV): k = 3 weights' roundings of Lambda_q = R(L)_q + log(m) each, added.
+  CHECK(F.L(3) == 4.0);
+  // A short sum: nothing grows but an L below sqrt(m) / 4 (here 1 / 2, which f_p covers anyway).
+  const Magnitudes<double> S = floor_magnitudes(R, 16, 4);
+  CHECK(S.O == R.O);
+  CHECK(S.dK == R.dK);
+  CHECK(S.D == R.D);
+  CHECK(S.L(0) == 0.5);
+  CHECK(S.L(3) == 0.5);
+  // One merge (split-KV): k = 3 weights' roundings of Lambda_q = R(L)_q + log(m) each, added to
+  // the long sum's factor; dK and dV take Lambda = max_q Lambda_q.
   const Magnitudes<double> G = floor_magnitudes(R, n, m, 1);
-  const double Lambda2 = 7.0 + std::log(double(m));
-  CHECK(G.O(2, 0) == doctest::Approx(2.0 * (4.0 + 3.0 / 4 * Lambda2)));
-  CHECK(G.L(2) == doctest::Approx(7.0 + 2.0 / 4 * Lambda2));
-  CHECK(G.dV(0, 0) == doctest::Approx(3.0 * (1.0 + 3.0 / 4 * Lambda2)));  // Lambda = max_q
+  const double log_m = std::log(double(m)), Lambda0 = 0.5 + log_m, Lambda = 7.0 + log_m;
+  CHECK(G.O(0, 0) == doctest::Approx(2.0 * (4.0 + 3.0 / 4 * Lambda0)));
+  CHECK(G.dQ(2, 1) == doctest::Approx(2.0 * (4.0 + 3.0 / 4 * Lambda)));
+  CHECK(G.D(0) == doctest::Approx(5.0 * (4.0 + 3.0 / 4 * Lambda0)));
+  CHECK(G.L(0) == doctest::Approx(4.0 + 2.0 / 4 * Lambda0));
+  CHECK(G.L(2) == doctest::Approx(7.0 + 2.0 / 4 * Lambda));
+  CHECK(G.dK(5, 2) == doctest::Approx(3.0 * (2.0 + 3.0 / 4 * Lambda)));
+  CHECK(G.dV(0, 0) == doctest::Approx(3.0 * (2.0 + 3.0 / 4 * Lambda)));
+  // The forward's magnitudes alone: the gradients' stay empty.
+  Magnitudes<double> forward_only;
+  forward_only.O = R.O, forward_only.L = R.L;
+  const Magnitudes<double> H = floor_magnitudes(forward_only, n, m, 2);
+  CHECK(H.O.rows() == n);
+  CHECK(H.dQ.size() == 0);
+  CHECK(H.dK.size() == 0);
+  CHECK(H.D.size() == 0);
 }

@@ -18,11 +18,11 @@
 //             0.3 + max |X_ref| (storage_atol): below it, where an error lands is the luck of the
 //             roundings to p, and an array of a few entries gives the naive error as one such
 //             draw.
-//             R' is R as floor_magnitudes grows it (reference.hpp): over a sum of t terms the
-//             orders' roundings differ like a random walk, so 4 u R' = max(4, sqrt(t)) u R; and a
-//             path that merges parts through their logsumexps (split-KV, the ring) adds k u |L| R,
-//             each weight exp(L_s - L) carrying about that much rounding that the naive
-//             yardstick never makes.
+//             R' is R as floor_magnitudes grows it (reference.hpp): over a sum of m keys (n
+//             queries for dK, dV) the orders' roundings differ like a random walk, so 4 u R' =
+//             max(4, sqrt(m)) u R (for L, max(4 u R, sqrt(m) u)); and a path that merges parts
+//             through their logsumexps (split-KV, the ring) adds k u |L| R, each weight
+//             exp(L_s - L) carrying about that much rounding that the naive yardstick never makes.
 //   verdict = pass        when err <= bound (so X is finite wherever X_ref is, and has exactly
 //                         X_ref's infinities, or err would be inf)
 //             fail        otherwise

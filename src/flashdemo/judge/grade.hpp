@@ -123,7 +123,7 @@ class Grader {
 
   CheckProblem problem_;
   Outputs<Ref> ref_;
-  Outputs<Ref> magnitude_;  // of the terms each entry of the reference sums (the rule's floor)
+  Outputs<Ref> magnitude_;  // the rule's floor's (floor_magnitudes of the reference's terms)
   std::map<Precision, Outputs<double>> naive_;
 };
 

@@ -109,7 +109,7 @@ double forward_o_bound(const ForwardJudge<T>& f, Precision p) {
 //   ddV_kx  = 2 e colsum_q P_qk [dO = 2 O]                        (dV = P^T dO)
 //   ddS_qk  = P_qk (ddP_qk + dD_q)                                (dS = P (dP - D))
 //   ddQ     = scale ddS |K|,   ddK = scale ddS^T |Q|
-// Each grows its array's magnitude so that the rule's floor 4 u R admits it: R' = R + d / (4 u).
+// Each grows its array's magnitude so that the rule's floor 4 u R admits it: R += d / (4 u).
 // In fp32 and fp64 (backward_judge): in bf16 and fp16 the paths form D from O as accumulated in
 // fp32, while bound_O there is set by O's rounding to p, which D never sees, and what the
 // gradients take from dO held in p the storage tolerance admits. (Before this, random sweeps found

@@ -145,7 +145,7 @@ Magnitudes<T> floor_magnitudes(const Magnitudes<T>& R, index_t queries, index_t 
   Vec<T> row = Vec<T>::Constant(R.L.size(), s_m);  // s_m + k Lambda_q / 4
   T all = s_n;                                     // s_n + k Lambda / 4
   Magnitudes<T> out = R;
-  out.L = R.L.array().max(s_m);
+  out.L = R.L.array().max(T(std::sqrt(double(keys)) / 4));  // 4 u R'(L) >= sqrt(m) u
   if (merges > 0) {  // (none: one part, whose weight is exactly 1)
     const T k = T(2 + merges), log_m = flog(T(std::max<index_t>(keys, 1)));
     const Vec<T> Lambda = R.L.array() + log_m;  // Lambda_q = R(L)_q + log(m)

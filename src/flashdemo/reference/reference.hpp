@@ -81,11 +81,11 @@ Magnitudes<T> reference_magnitudes(const Mat<T>& Q, const Mat<T>& K, const Mat<T
                                    const Mat<T>& dO, const ReferenceForward<T>& f,
                                    const AttnParams& params);
 
-// How far the floor's 4 u R grows for a sum of `terms` terms: s(t) = max(1, sqrt(t) / 4).
-// 4 u R covers the rounding of one order of a short sum. A sum of t terms rounds up to t times, and
+// How far the floor's 4 u R grows for a sum of `terms` terms: max(1, sqrt(terms) / 4).
+// 4 u R covers the rounding of one order of a short sum. A long sum rounds once a term, and
 // two orders' roundings are different draws whose difference grows like a random walk, about
-// sqrt(t) u R (the probabilistic bound of Higham and Mary, "A New Approach to Probabilistic
-// Rounding Error Analysis", SIAM J. Sci. Comput. 41(5), 2019): past 4 u R once t > 16.
+// sqrt(terms) u R (the probabilistic bound of Higham and Mary, "A New Approach to Probabilistic
+// Rounding Error Analysis", SIAM J. Sci. Comput. 41(5), 2019): past 4 u R beyond 16 terms.
 inline double long_sum_scale(index_t terms) {
   return std::fmax(1.0, std::sqrt(double(terms)) / 4);
 }
@@ -94,15 +94,17 @@ inline double long_sum_scale(index_t terms) {
 // terms (reference_magnitudes) of a problem of n queries and m keys, whose path merged each row's
 // normalized parts r times through their logsumexps (split-KV decode: one merge of S parts; the
 // ring: P parts folded one at a time, P - 1 merges; 0: one pass over the keys).
-//   Long sums (long_sum_scale): O, D and dQ sum over the m keys, s_m = s(m); dK and dV over the
-//   n queries, s_n = s(n); L = log l, l a sum of m positive terms whose relative rounding is
-//   about sqrt(m) u, so R(L) is taken at least s_m.
-//   Merges (docs/correctness.md, section 2.1): each weight w_s = exp(L_s - L) is formed from two
-//   rounded logsumexps, a relative error of about u (|L_s| + |L|) that the naive (materializing)
-//   yardstick never makes. With Lambda_q = R(L)_q + log(m) and k = 2 + r (k = 0 when r = 0: one
-//   part, w = 1 exactly), the weights' errors reach at most k u Lambda_q (first order).
+//   Long sums: O, D and dQ sum over the m keys, s_m = long_sum_scale(m); dK and dV over the n
+//   queries, s_n = long_sum_scale(n). (Every key and query counted, masked or not: a causal row
+//   sums fewer.) L = log l, l a sum of m positive terms whose relative rounding is about sqrt(m) u,
+//   so R(L) is taken at least sqrt(m) / 4. Merges (docs/correctness.md, section 2.1): each weight
+//   w_s = exp(L_s - L) is formed from two rounded logsumexps, a relative error of about u (|L_s| +
+//   |L|) that the naive (materializing) yardstick never makes. With Lambda_q = R(L)_q + log(m) and
+//   k = 2 + r (k = 0 when r = 0: one part, w = 1 exactly), the weights' errors reach at most k u
+//   Lambda_q (first order).
 // Each adds its rounding to the one order's:
-//   R'(O)_q  = R(O)_q  (s_m + k Lambda_q / 4),   R'(L)_q = max(R(L)_q, s_m) + (k - 1) Lambda_q / 4,
+//   R'(O)_q  = R(O)_q  (s_m + k Lambda_q / 4),   R'(L)_q = max(R(L)_q, sqrt(m) / 4)
+//                                                           + (k - 1) Lambda_q / 4,
 //   R'(D)_q  = R(D)_q  (s_m + k Lambda_q / 4),   R'(dQ)_q = R(dQ)_q (s_m + k Lambda_q / 4),
 //   R'(dK)   = R(dK)   (s_n + k Lambda / 4),     R'(dV)   = R(dV)   (s_n + k Lambda / 4),
 // Lambda = max_q Lambda_q (the L term only when r > 0). merges: merges_split_kv, merges_ring.
