@@ -58,6 +58,14 @@ TEST_CASE("the verdict: merges pass at large scales, FAIL exits 1, no NaN is sav
   CHECK(std::count(ov.err.begin(), ov.err.end(), '\n') == 1);
 }
 
+// A correct run: exit 0, no array failed.
+static void check_passes(const char* command) {
+  const Run x = run(command);
+  INFO(command << "\n" << x.out << x.err);
+  CHECK(x.code == 0);
+  CHECK_FALSE(has(x.out, "FAIL"));
+}
+
 // Runs that exited 1 with one array 1.1x to 10x over its bound, found by random sweeps of small
 // problems: correct ones that the rule failed before it had the storage tolerance (bf16, fp16)
 // and D's factor (fp64 at d <= 3) (docs/correctness.md, section 2), and the ring at one rank,
@@ -78,12 +86,7 @@ TEST_CASE("small problems: correct runs that a random sweep found failing pass")
       "backward --n 300 --m 257 --d 1 --seed 126182 --trace none",
       // The ring at one rank: L's rounding error was dropped at the fold (ring_math.hpp).
       "ring --n 100 --m 60 --d 3 --ranks 1 --pass bwd --dtype fp32 --seed 497869 --scale 10"};
-  for (const char* r : runs) {
-    const Run x = run(r);
-    INFO(r << "\n" << x.out << x.err);
-    CHECK(x.code == 0);
-    CHECK_FALSE(has(x.out, "FAIL"));
-  }
+  for (const char* r : runs) check_passes(r);
 }
 
 // Correct fp64 runs over 5,000 keys that the rule failed when its floor allowed 4 u R for a sum of
@@ -100,10 +103,5 @@ TEST_CASE("long rows: correct fp64 runs that the rule failed before the long-sum
       " --trace none",
       "forward --impl fast --n 5 --m 5000 --d 8 --dtype fp64 --scale 2.0 --seed 293003"
       " --trace none"};
-  for (const char* r : runs) {
-    const Run x = run(r);
-    INFO(r << "\n" << x.out << x.err);
-    CHECK(x.code == 0);
-    CHECK_FALSE(has(x.out, "FAIL"));
-  }
+  for (const char* r : runs) check_passes(r);
 }
