@@ -175,8 +175,8 @@ Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t
   Tally t;
   t.p = low ? stored : precision_of<T>();
   // The floor's long sums, as floor_magnitudes grows them: over the m keys, over the n queries.
-  const W s_m = W(long_sum_scale(h.m)), s_n = W(long_sum_scale(h.n)),
-          root_m = W(std::sqrt(h.m) / 4);
+  const LongSums s = long_sums(h.n, h.m);
+  const W s_m = W(s.over_keys), s_n = W(s.over_queries), L_floor = W(s.L_floor);
   const std::vector<index_t> rows = sample(h.n, samples);
   for (index_t q : rows) {
     const auto ref = query_row<W>(h, params, q, exact);
@@ -184,7 +184,7 @@ Verdict verify_sampled(const HeadArrays<T>& h, const AttnParams& params, index_t
     const index_t w = 2 * h.d + 1;  // the magnitudes follow the values
     for (index_t x = 0; x < h.d; ++x)
       t.add("O", h.O[q * h.d + x], ref[x], naive[x], s_m * ref[w + x]);
-    t.add("L", h.L[q], ref[h.d], naive[h.d], fmax2(ref[w + h.d], root_m));
+    t.add("L", h.L[q], ref[h.d], naive[h.d], fmax2(ref[w + h.d], L_floor));
     if (h.dO)
       for (index_t x = 0; x < h.d; ++x)
         t.add("dQ", h.dQ[q * h.d + x], ref[h.d + 1 + x], naive[h.d + 1 + x],

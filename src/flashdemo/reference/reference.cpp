@@ -141,12 +141,12 @@ Magnitudes<T> reference_magnitudes(const Mat<T>& Q, const Mat<T>& K, const Mat<T
 template <class T>
 Magnitudes<T> floor_magnitudes(const Magnitudes<T>& R, index_t queries, index_t keys,
                                index_t merges) {
-  const T s_m = T(long_sum_scale(keys)), s_n = T(long_sum_scale(queries));
-  Vec<T> row = Vec<T>::Constant(R.L.size(), s_m);  // s_m + k Lambda_q / 4
-  T all = s_n;                                     // s_n + k Lambda / 4
+  const LongSums s = long_sums(queries, keys);
+  Vec<T> row = Vec<T>::Constant(R.L.size(), T(s.over_keys));  // s_m + k Lambda_q / 4
+  T all = T(s.over_queries);                                  // s_n + k Lambda / 4
   Magnitudes<T> out = R;
-  out.L = R.L.array().max(T(std::sqrt(double(keys)) / 4));  // 4 u R'(L) >= sqrt(m) u
-  if (merges > 0) {  // (none: one part, whose weight is exactly 1)
+  out.L = R.L.array().max(T(s.L_floor));  // 4 u R'(L) >= sqrt(m) u
+  if (merges > 0) {                       // (none: one part, whose weight is exactly 1)
     const T k = T(2 + merges), log_m = flog(T(std::max<index_t>(keys, 1)));
     const Vec<T> Lambda = R.L.array() + log_m;  // Lambda_q = R(L)_q + log(m)
     row.array() += k / T(4) * Lambda.array();

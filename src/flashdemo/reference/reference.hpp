@@ -90,6 +90,16 @@ inline double long_sum_scale(index_t terms) {
   return std::fmax(1.0, std::sqrt(double(terms)) / 4);
 }
 
+// The long sums' growth for n queries and m keys, one definition for floor_magnitudes and the
+// sampled check (verify.hpp): R(O), R(D), R(dQ) times over_keys = long_sum_scale(m), R(dK), R(dV)
+// times over_queries = long_sum_scale(n), R(L) at least L_floor = sqrt(m) / 4 (below).
+struct LongSums {
+  double over_keys, over_queries, L_floor;
+};
+inline LongSums long_sums(index_t queries, index_t keys) {
+  return {long_sum_scale(keys), long_sum_scale(queries), std::sqrt(double(keys)) / 4};
+}
+
 // The magnitudes whose 4 u R' is the rule's floor (compare.hpp), from the magnitudes R of the
 // terms (reference_magnitudes) of a problem of n queries and m keys, whose path merged each row's
 // normalized parts r times through their logsumexps (split-KV decode: one merge of S parts; the
