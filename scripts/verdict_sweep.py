@@ -134,6 +134,8 @@ def main():
     a = ap.parse_args()
     if not os.access(a.flashdemo, os.X_OK):
         ap.error("%s: not an executable flashdemo" % a.flashdemo)
+    if a.runs < 1:
+        ap.error("--runs must be at least 1 (got %d)" % a.runs)
     rng = random.Random(a.seed)
     failed = judged = 0
     for _ in range(a.runs):
