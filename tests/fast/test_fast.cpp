@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include "check.hpp"
@@ -58,7 +59,7 @@ Mat<T> head(const std::vector<T>& x, index_t h, index_t rows, index_t d) {
 // Each build of the kernels that this CPU runs, chosen as FLASHDEMO_FAST_LEVEL would.
 template <class T>
 void check_cases_at(const fast::Level& level) {
-  INFO("kernels: " << level.name << " (" << level.kernels->isa << ")");
+  INFO("kernels: " << std::string(level.name) << " (" << std::string(level.kernels->isa) << ")");
   struct Chosen {  // back to the automatic choice however the case ends
     explicit Chosen(const fast::Level& l) { fast::use_level(&l); }
     ~Chosen() { fast::use_level(nullptr); }

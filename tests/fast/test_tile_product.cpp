@@ -2,10 +2,12 @@
 // build of every x86-64 level this CPU runs (through its kernels' table, kernels.hpp): every edge
 // block (rows and vectors short of a full block), both strides of A (A and A^T), C = and +=; and B
 // in panels of the block's width (the K^T packs' layout) giving the row-major B's bits.
+// And every level rounds each term once: the bits of a scalar loop of fmadd.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "flashdemo/fast/levels.hpp"
@@ -69,11 +71,44 @@ void check_products(const fast::Kernels& kernels) {
           }
 }
 
+// Each entry as a scalar loop of fmadd (one rounding a term, k ascending) computes it: the products
+// of every level round as every other path's do, with FMA instructions or without (x86-64 and
+// x86-64-v2: floats in double, doubles through the C library's fma).
+template <class T>
+void check_fused(const fast::Kernels& kernels) {
+  const index_t W = kernels.simd_bytes / index_t(sizeof(T));
+  TorchGenerator gen(10);
+  for (index_t rows : {1, 6, 13})
+    for (index_t K : {1, 64, 129}) {
+      const index_t N = 3 * W;
+      INFO("rows=" << rows << " K=" << K);
+      const auto a = gen.randn(rows * K), b = gen.randn(K * N), c = gen.randn(rows * N);
+      const std::vector<T> A(a.begin(), a.end()), B(b.begin(), b.end());
+      std::vector<T> C(c.begin(), c.end()), want = C;
+      kernels.of<T>().product(rows, N, K, A.data(), K, 1, B.data(), N, 0, C.data(), N, true);
+      for (index_t r = 0; r < rows; ++r)
+        for (index_t x = 0; x < N; ++x) {
+          T& w = want[std::size_t(r * N + x)];
+          for (index_t k = 0; k < K; ++k)
+            w = fmadd(A[std::size_t(r * K + k)], B[std::size_t(k * N + x)], w);
+        }
+      CHECK(std::memcmp(C.data(), want.data(), C.size() * sizeof(T)) == 0);
+    }
+}
+
 }  // namespace
+
+TEST_CASE_TEMPLATE("tile_product rounds once a term at every level (the bits of fmadd)", T, float,
+                   double) {
+  for (const fast::Level* l : fast::levels_here()) {
+    INFO("kernels: " << std::string(l->name) << " (" << std::string(l->kernels->isa) << ")");
+    check_fused<T>(*l->kernels);
+  }
+}
 
 TEST_CASE_TEMPLATE("tile_product matches the definition", T, float, double) {
   for (const fast::Level* l : fast::levels_here()) {
-    INFO("kernels: " << l->name << " (" << l->kernels->isa << ")");
+    INFO("kernels: " << std::string(l->name) << " (" << std::string(l->kernels->isa) << ")");
     check_products<T>(*l->kernels);
   }
 }

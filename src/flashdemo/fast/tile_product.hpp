@@ -7,7 +7,7 @@
 // with zero columns).
 //
 // The micro-kernel keeps an R x (NB W) block of C in registers while k runs over K:
-//   for k: b_c = B(k, c W .. c W + W)  (NB vector loads);  for r: C_rc += A(r, k) b_c  (FMA)
+//   for k: b_c = B(k, c W .. c W + W)  (NB vector loads);  for r: C_rc += A(r, k) b_c  (fused)
 // R x NB = 6 x 4 vectors on AVX-512 (24 of its 32 registers), 6 x 2 on AVX2 and SSE (12 of 16).
 // B's rows are vector loads, A's entries broadcasts. C is written once per product. B is row-major
 // (ldb apart), or in panels of the block's width (b_panel: the packs of K^T, V^T and, where d'
@@ -20,6 +20,10 @@
 #include <array>
 #include <cstring>
 #include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "flashdemo/fast/level_namespace.hpp"
 #include "flashdemo/params.hpp"
@@ -58,6 +62,34 @@ struct Strides {
   index_t b_panel = 0;  // entries from one panel of B to the next; 0: B row-major
 };
 
+// acc + b a, each lane rounded once, as every path's products round (fmadd, host_device/base.hpp).
+// Where the level has FMA instructions, one a vector (the compiler fuses the expression: the
+// kernels compile with -ffp-contract=fast). Where it has none (x86-64, x86-64-v2: CPUs before
+// 2012-13): floats in double, where a float product is exact and the sum rounds once before
+// the rounding to float (the fused result, but where the first rounding lands on a tie of floats,
+// about one sum in 2^28); doubles through fmadd lane by lane, the C library's fma (exact, slow).
+// Rounded twice, the products cost the rule's margin at large scales: S = Q K^T times 100 came
+// out at 2.7x the naive error (the naive's products round once), where fused it stays within 2x.
+template <class T, class V>
+V multiply_add(V b, T a, V acc) {
+#if defined(__FMA__) || defined(__FP_FAST_FMA) || defined(__aarch64__)
+  return acc + b * a;
+#else
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4 && sizeof(V) == 16) {  // 4 floats: two halves of 2 doubles
+    const __m128 bf = (__m128)b, cf = (__m128)acc;
+    const __m128d ad = _mm_set1_pd(double(a));
+    const __m128d lo = _mm_add_pd(_mm_mul_pd(_mm_cvtps_pd(bf), ad), _mm_cvtps_pd(cf));
+    const __m128d hi = _mm_add_pd(_mm_mul_pd(_mm_cvtps_pd(_mm_movehl_ps(bf, bf)), ad),
+                                  _mm_cvtps_pd(_mm_movehl_ps(cf, cf)));
+    return (V)_mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
+  }
+#endif
+  for (index_t x = 0; x < Simd<T>::W; ++x) acc[x] = fmadd(b[x], a, acc[x]);
+  return acc;
+#endif
+}
+
 // One R x (NB W) block of C over the whole K.
 template <class T, int R, int NB>
 void product_block(index_t K, const T* A, const T* B, T* C, Strides s, bool accumulate) {
@@ -76,7 +108,7 @@ void product_block(index_t K, const T* A, const T* B, T* C, Strides s, bool accu
     for (int r = 0; r < R; ++r) {
       const T a = A[r * s.a_row + k * s.a_inner];
 #pragma GCC unroll 16
-      for (int c = 0; c < NB; ++c) acc[r][c] += b[c] * a;
+      for (int c = 0; c < NB; ++c) acc[r][c] = multiply_add<T>(b[c], a, acc[r][c]);
     }
   }
 #pragma GCC unroll 16
