@@ -7,6 +7,7 @@
 #
 # usage: portable_levels.sh QEMU FLASHDEMO
 set -u
+unset FLASHDEMO_FAST_LEVEL  # the choice each emulated CPU makes itself, not one forced from outside
 qemu=$1 fd=$2
 status=0
 for pair in qemu64:x86-64 Nehalem:x86-64-v2 Haswell:x86-64-v3; do
